@@ -1,0 +1,30 @@
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace streamblur::io {
+
+// Error from FFmpeg: what failed, where, and FFmpeg's own message.
+class AVError : public std::runtime_error {
+ public:
+  AVError(const std::string& what, int code) : std::runtime_error(what), code_(code) {}
+  int code() const noexcept { return code_; }
+ private:
+  int code_;
+};
+
+std::string av_error_string(int code);
+
+// Throws AVError("<context>: <call text> failed: <ffmpeg message> (file:line)") when code < 0.
+[[noreturn]] void throw_av_error(int code, const char* call, const char* file, int line, const std::string& context);
+
+}  // namespace streamblur::io
+
+// AV_CHECK(call) / AV_CHECK_CTX(call, context): throw AVError on a negative return.
+#define AV_CHECK_CTX(call, context)                                                 \
+  do {                                                                             \
+    const int sb_av_rc_ = (call);                                                  \
+    if (sb_av_rc_ < 0)                                                             \
+      ::streamblur::io::throw_av_error(sb_av_rc_, #call, __FILE__, __LINE__, (context)); \
+  } while (0)
+#define AV_CHECK(call) AV_CHECK_CTX(call, std::string())

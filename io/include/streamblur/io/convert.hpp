@@ -1,0 +1,27 @@
+#pragma once
+// swscale conversion between pixel formats of the same size, keeping pts and
+// colour properties of the frame.
+#include "streamblur/io/av_ptr.hpp"
+
+extern "C" struct SwsContext;
+
+namespace streamblur::io {
+
+class FrameConverter {
+ public:
+  FrameConverter(int width, int height, AVPixelFormat from, AVPixelFormat to);
+  ~FrameConverter();
+  FrameConverter(const FrameConverter&) = delete;
+  FrameConverter& operator=(const FrameConverter&) = delete;
+  // Converts src into dst (allocating dst's buffers if it has none); copies
+  // pts, duration and colour properties. Not thread-safe: one per thread.
+  void convert(const AVFrame& src, AVFrame& dst);
+  AVPixelFormat to() const noexcept { return to_; }
+
+ private:
+  SwsContext* sws_ = nullptr;
+  int width_, height_;
+  AVPixelFormat from_, to_;
+};
+
+}  // namespace streamblur::io

@@ -1,0 +1,52 @@
+#pragma once
+// Encode + mux. The container comes from the output's extension (or format_name);
+// every non-video stream of the input is stream-copied packet for packet.
+#include <map>
+#include <string>
+
+#include "streamblur/io/av_ptr.hpp"
+#include "streamblur/io/reader.hpp"
+
+namespace streamblur::io {
+
+struct EncoderOptions {
+  std::string codec = "libx264";           // any FFmpeg encoder by name
+  int crf = -1;                            // -1: encoder default (libx264 gets 18 when unset)
+  std::string preset;                      // empty: encoder default
+  std::map<std::string, std::string> options;  // --encoder-opt key=value, passed to the encoder
+  std::string format_name;                 // empty: guess from the path's extension
+  int encoder_threads = 0;                 // 0 = automatic
+};
+
+class MediaWriter {
+ public:
+  // Opens the output: one video stream encoded with `options`, using the
+  // size, pixel format, colour range/matrix/primaries/transfer, chroma location and
+  // sample aspect ratio of `first_frame` (the first frame that will be written),
+  // the input video stream's time base (so every timestamp is kept) and frame
+  // rate, plus a copy of every other stream of `input` the container can hold
+  // (the others are skipped with a note on stderr), and the container and
+  // stream metadata. When the encoder cannot take the frame's pixel format, frames
+  // are converted with swscale to the encoder's closest format (note on stderr).
+  // Throws AVError naming what failed (unknown encoder, unwritable path, ...).
+  MediaWriter(const std::string& path, const MediaReader& input, const AVFrame& first_frame,
+              const EncoderOptions& options);
+  ~MediaWriter();  // closes the file if finish() was not called (no trailer)
+  MediaWriter(const MediaWriter&) = delete;
+  MediaWriter& operator=(const MediaWriter&) = delete;
+
+  // frame->pts is in the input video stream's time base.
+  void write_video(const AVFrame& frame);
+  // packet->stream_index is the INPUT stream index; packets of skipped streams are dropped.
+  void write_passthrough(AVPacket& packet);
+  // Flushes the encoder and writes the trailer.
+  void finish();
+
+  int64_t frames_written() const noexcept;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace streamblur::io
