@@ -1,0 +1,46 @@
+#pragma once
+// CUDA blurs of one pitch-linear plane, as OpenCV cudafilters' filters: set up
+// once (weights on the device), then apply(src, dst, stream) per plane. Nothing
+// inside synchronises the host; the stream is always the caller's. src and dst
+// may be the same plane. Both passes keep their intermediate on the device in a
+// scratch plane the object owns; reserve() sizes it up front (apply() grows it
+// with cudaMalloc if needed, which synchronises, so the pipeline reserves).
+// An object may be used from one stream at a time (the scratch is its own).
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "streamblur/kernels/cuda_raii.hpp"
+#include "streamblur/kernels/plane.hpp"
+
+namespace streamblur::cuda {
+
+class GaussianBlur {
+ public:
+  GaussianBlur(double sigma, int radius = -1);
+  int radius() const noexcept { return radius_; }
+  void reserve(int width, int height, int channels);
+  template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
+
+ private:
+  int radius_;
+  DeviceBuffer weights_;   // 2r+1 floats
+  DeviceBuffer scratch_;   // float intermediate
+};
+
+class BoxBlur {
+ public:
+  explicit BoxBlur(int radius);
+  int radius() const noexcept { return radius_; }
+  void reserve(int width, int height, int channels);
+  template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
+
+ private:
+  int radius_;
+  DeviceBuffer scratch_;   // uint32 horizontal sums
+};
+
+// Device-to-device 2-D copy of a plane (identity filters, and the benchmark's floor).
+template <class T> void copy_plane(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
+
+}  // namespace streamblur::cuda

@@ -1,0 +1,240 @@
+// Separable Gaussian and box blurs of one pitch-linear plane.
+//
+// Pass 1 (horizontal) reads the source row segment plus its halo into shared
+// memory once and writes one intermediate value per sample: float for the
+// Gaussian, exact uint32 sums for the box. Pass 2 (vertical) stages a column
+// tile of the intermediate plus its halo in shared memory and writes the
+// rounded result. Each thread produces several outputs. Borders clamp to the
+// edge. When a halo would not fit in 48 KB of shared memory (very large radii)
+// the same kernels read the clamped neighbours straight from global memory.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "streamblur/kernels/cuda_blur.hpp"
+#include "streamblur/kernels/params.hpp"
+
+namespace streamblur::cuda {
+namespace {
+
+constexpr int kHThreads = 256;
+constexpr int kHPerThread = 4;
+constexpr int kHTile = kHThreads * kHPerThread;  // samples per block along a row
+constexpr int kVThreadsX = 32;
+constexpr int kVThreadsY = 8;
+constexpr int kVPerThread = 8;
+constexpr int kVTileY = kVThreadsY * kVPerThread;  // rows per block
+constexpr int kMaxGridY = 65535;
+constexpr std::size_t kMaxShared = 48 * 1024;
+
+template <class T>
+__device__ __forceinline__ const T* row_ptr(const T* base, std::ptrdiff_t pitch, int y) {
+  return reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(base) + y * pitch);
+}
+template <class T>
+__device__ __forceinline__ T* row_ptr(T* base, std::ptrdiff_t pitch, int y) {
+  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(base) + y * pitch);
+}
+
+// Index of sample s of a row after clamping its pixel to [0, width): the
+// channel is kept, the pixel clamped.
+__device__ __forceinline__ int clamp_sample(int s, int samples, int channels) {
+  if (s < 0) return ((s % channels) + channels) % channels;
+  if (s >= samples) return samples - channels + (s - samples) % channels;
+  return s;
+}
+
+// Horizontal pass. kWeighted: Gaussian (float weights), else box (exact sums).
+template <class T, class Acc, bool kShared, bool kWeighted>
+__global__ void __launch_bounds__(kHThreads)
+horizontal_pass(const T* __restrict__ src, std::ptrdiff_t src_pitch, Acc* __restrict__ tmp,
+                std::ptrdiff_t tmp_pitch, int samples, int height, int channels,
+                const float* __restrict__ weights, int radius) {
+  extern __shared__ float smem[];
+  float* w = smem;                                          // 2r+1 weights (Gaussian only)
+  T* line = reinterpret_cast<T*>(smem + (kWeighted ? 2 * radius + 1 : 0));
+  const int halo = radius * channels;
+  const int x0 = blockIdx.x * kHTile;
+  if (kWeighted)
+    for (int i = threadIdx.x; i < 2 * radius + 1; i += blockDim.x) w[i] = weights[i];
+
+  for (int y = blockIdx.y; y < height; y += gridDim.y) {
+    const T* in = row_ptr(src, src_pitch, y);
+    if (kShared) {
+      __syncthreads();  // the previous row's readers are done with `line`
+      for (int i = threadIdx.x; i < kHTile + 2 * halo; i += blockDim.x)
+        line[i] = in[clamp_sample(x0 - halo + i, samples, channels)];
+    }
+    __syncthreads();
+    Acc* out = row_ptr(tmp, tmp_pitch, y);
+#pragma unroll
+    for (int j = 0; j < kHPerThread; ++j) {
+      const int x = x0 + threadIdx.x + j * kHThreads;
+      if (x >= samples) break;
+      Acc acc = 0;
+      for (int k = -radius; k <= radius; ++k) {
+        const T v = kShared ? line[x - x0 + halo + k * channels] : in[clamp_sample(x + k * channels, samples, channels)];
+        if constexpr (kWeighted) acc += w[k + radius] * static_cast<float>(v);
+        else acc += static_cast<Acc>(v);
+      }
+      out[x] = acc;
+    }
+  }
+}
+
+template <class T>
+__device__ __forceinline__ T round_clamp(float v, float max_value) {
+  return static_cast<T>(fminf(fmaxf(floorf(v + 0.5f), 0.0f), max_value));
+}
+
+// Vertical pass: In is the intermediate type (float or uint32), Acc the sum.
+template <class T, class In, class Acc, bool kShared, bool kWeighted>
+__global__ void __launch_bounds__(kVThreadsX * kVThreadsY)
+vertical_pass(const In* __restrict__ tmp, std::ptrdiff_t tmp_pitch, T* __restrict__ dst,
+              std::ptrdiff_t dst_pitch, int samples, int height, const float* __restrict__ weights,
+              int radius, unsigned long long box_count) {
+  extern __shared__ float smem[];
+  float* w = smem;
+  In* tile = reinterpret_cast<In*>(smem + (kWeighted ? 2 * radius + 1 : 0));
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int x = blockIdx.x * kVThreadsX + tx;
+  const int y0 = blockIdx.y * kVTileY;
+  if (kWeighted)
+    for (int i = ty * kVThreadsX + tx; i < 2 * radius + 1; i += kVThreadsX * kVThreadsY) w[i] = weights[i];
+  if (kShared) {
+    for (int i = ty; i < kVTileY + 2 * radius; i += kVThreadsY) {
+      const int yy = min(max(y0 - radius + i, 0), height - 1);
+      tile[i * kVThreadsX + tx] = x < samples ? row_ptr(tmp, tmp_pitch, yy)[x] : In(0);
+    }
+  }
+  __syncthreads();
+  if (x >= samples) return;
+  const float max_value = static_cast<float>(static_cast<T>(~T(0)));
+#pragma unroll
+  for (int j = 0; j < kVPerThread; ++j) {
+    const int y = y0 + ty + j * kVThreadsY;
+    if (y >= height) break;
+    Acc acc = 0;
+    for (int k = -radius; k <= radius; ++k) {
+      const In v = kShared ? tile[(y - y0 + radius + k) * kVThreadsX + tx]
+                           : row_ptr(tmp, tmp_pitch, min(max(y + k, 0), height - 1))[x];
+      if constexpr (kWeighted) acc += w[k + radius] * v;
+      else acc += static_cast<Acc>(v);
+    }
+    T* out = row_ptr(dst, dst_pitch, y);
+    if constexpr (kWeighted) out[x] = round_clamp<T>(acc, max_value);
+    else out[x] = static_cast<T>((acc + box_count / 2) / box_count);  // exact, rounded half up
+  }
+}
+
+void check_launch() { CUDA_CHECK(cudaGetLastError()); }
+
+std::size_t scratch_pitch(int samples) {
+  return (static_cast<std::size_t>(samples) * 4 + 255) / 256 * 256;  // 4-byte intermediates, 256-byte rows
+}
+
+void ensure_scratch(DeviceBuffer& scratch, int width, int height, int channels) {
+  const std::size_t need = scratch_pitch(width * channels) * static_cast<std::size_t>(height);
+  if (scratch.size() < need) scratch = DeviceBuffer(need);
+}
+
+template <class T>
+void check_planes(const Plane<const T>& src, const Plane<T>& dst) {
+  if (src.width != dst.width || src.height != dst.height || src.channels != dst.channels)
+    throw std::invalid_argument("blur: source and destination planes differ in size or channels");
+  if (src.channels < 1 || src.width < 0 || src.height < 0)
+    throw std::invalid_argument("blur: bad plane shape");
+}
+
+// Launches both passes. weights == nullptr selects the box.
+template <class T, class Acc, bool kWeighted>
+void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int radius, void* scratch,
+                cudaStream_t stream) {
+  using In = std::conditional_t<kWeighted, float, uint32_t>;
+  const int samples = src.samples_per_row();
+  const int height = src.height;
+  const std::ptrdiff_t tmp_pitch = static_cast<std::ptrdiff_t>(scratch_pitch(samples));
+  In* tmp = static_cast<In*>(scratch);
+  const std::size_t wbytes = kWeighted ? (2 * radius + 1) * sizeof(float) : 0;
+
+  const std::size_t h_shared = wbytes + (kHTile + 2 * static_cast<std::size_t>(radius) * src.channels) * sizeof(T);
+  const dim3 h_grid((samples + kHTile - 1) / kHTile, std::min(height, kMaxGridY));
+  if (h_shared <= kMaxShared)
+    horizontal_pass<T, In, true, kWeighted><<<h_grid, kHThreads, h_shared, stream>>>(
+        src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, weights, radius);
+  else
+    horizontal_pass<T, In, false, kWeighted><<<h_grid, kHThreads, wbytes, stream>>>(
+        src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, weights, radius);
+  check_launch();
+
+  const unsigned long long count = static_cast<unsigned long long>(2 * radius + 1) * (2 * radius + 1);
+  const std::size_t v_shared = wbytes + (kVTileY + 2 * static_cast<std::size_t>(radius)) * kVThreadsX * sizeof(In);
+  const unsigned grid_y = (height + kVTileY - 1) / kVTileY;
+  if (grid_y > static_cast<unsigned>(kMaxGridY)) throw std::invalid_argument("blur: plane too tall");
+  const dim3 v_grid((samples + kVThreadsX - 1) / kVThreadsX, grid_y);
+  const dim3 v_block(kVThreadsX, kVThreadsY);
+  if (v_shared <= kMaxShared)
+    vertical_pass<T, In, Acc, true, kWeighted><<<v_grid, v_block, v_shared, stream>>>(
+        tmp, tmp_pitch, dst.data, dst.pitch, samples, height, weights, radius, count);
+  else
+    vertical_pass<T, In, Acc, false, kWeighted><<<v_grid, v_block, wbytes, stream>>>(
+        tmp, tmp_pitch, dst.data, dst.pitch, samples, height, weights, radius, count);
+  check_launch();
+}
+
+}  // namespace
+
+template <class T>
+void copy_plane(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
+  check_planes(src, dst);
+  if (src.width == 0 || src.height == 0 || src.data == dst.data) return;
+  CUDA_CHECK(cudaMemcpy2DAsync(dst.data, dst.pitch, src.data, src.pitch,
+                               static_cast<std::size_t>(src.samples_per_row()) * sizeof(T), src.height,
+                               cudaMemcpyDeviceToDevice, stream));
+}
+
+GaussianBlur::GaussianBlur(double sigma, int radius) : radius_(gaussian_radius(sigma, radius)) {
+  const std::vector<float> w = gaussian_weights_f(sigma, radius);
+  weights_ = DeviceBuffer(w.size() * sizeof(float));
+  CUDA_CHECK(cudaMemcpy(weights_.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+void GaussianBlur::reserve(int width, int height, int channels) { ensure_scratch(scratch_, width, height, channels); }
+
+template <class T>
+void GaussianBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
+  check_planes(src, dst);
+  if (src.width == 0 || src.height == 0) return;
+  if (radius_ == 0) return copy_plane(src, dst, stream);
+  ensure_scratch(scratch_, src.width, src.height, src.channels);
+  run_passes<T, float, true>(src, dst, weights_.as<float>(), radius_, scratch_.get(), stream);
+}
+
+BoxBlur::BoxBlur(int radius) : radius_(radius) { check_box_radius(radius); }
+
+void BoxBlur::reserve(int width, int height, int channels) { ensure_scratch(scratch_, width, height, channels); }
+
+template <class T>
+void BoxBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
+  check_planes(src, dst);
+  if (src.width == 0 || src.height == 0) return;
+  if (radius_ == 0) return copy_plane(src, dst, stream);
+  ensure_scratch(scratch_, src.width, src.height, src.channels);
+  // Column sums fit 32 bits unless max_sample * (2r+1)^2 overflows them.
+  const double worst = static_cast<double>(static_cast<T>(~T(0))) * (2.0 * radius_ + 1) * (2.0 * radius_ + 1);
+  if (worst < 4294967296.0)
+    run_passes<T, uint32_t, false>(src, dst, nullptr, radius_, scratch_.get(), stream);
+  else
+    run_passes<T, unsigned long long, false>(src, dst, nullptr, radius_, scratch_.get(), stream);
+}
+
+template void copy_plane<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, cudaStream_t);
+template void copy_plane<uint16_t>(Plane<const uint16_t>, Plane<uint16_t>, cudaStream_t);
+template void GaussianBlur::apply<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, cudaStream_t);
+template void GaussianBlur::apply<uint16_t>(Plane<const uint16_t>, Plane<uint16_t>, cudaStream_t);
+template void BoxBlur::apply<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, cudaStream_t);
+template void BoxBlur::apply<uint16_t>(Plane<const uint16_t>, Plane<uint16_t>, cudaStream_t);
+
+}  // namespace streamblur::cuda
