@@ -161,6 +161,27 @@ TEST(CpuBlur, GaussianMatchesReference8Bit) {
   cpu_gauss_case<uint8_t>({33, 21}, 3, 1.0, 4);
 }
 
+TEST(CpuBlur, AnisotropicMatchesReference) {  // 4:2:2 chroma: half the horizontal size
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  auto src = random_image<uint8_t>(61, 43, 1, seed, 255);
+  HostImage<uint8_t> want(61, 43, 1), got(61, 43, 1);
+  reference::gaussian_blur<uint8_t>(src.cplane(), want.plane(), 1.0, 2.0, -1, -1);
+  std::vector<float> tmp;
+  cpu::GaussianBlur(1.0, 2.0, -1, -1).apply<uint8_t>(src.cplane(), got.plane(), tmp);
+  EXPECT_EQ(count_mismatches(got, want, 1), 0);
+  reference::box_blur<uint8_t>(src.cplane(), want.plane(), 1, 3);
+  std::vector<uint32_t> tmp2;
+  cpu::BoxBlur(1, 3).apply<uint8_t>(src.cplane(), got.plane(), tmp2);
+  EXPECT_EQ(count_mismatches(got, want, 0), 0);
+  // and the anisotropic reference really differs from the isotropic one
+  HostImage<uint8_t> iso(61, 43, 1);
+  reference::box_blur<uint8_t>(src.cplane(), iso.plane(), 3);
+  int differ = 0;
+  for (size_t i = 0; i < iso.buf.size(); ++i) differ += iso.buf[i] != want.buf[i];
+  EXPECT_GT(differ, 0);
+}
+
 TEST(CpuBlur, GaussianMatchesReference16Bit) {
   for (Size s : kSizes)
     for (double sigma : kSigmas) {
@@ -294,6 +315,20 @@ TEST(CudaBlur, BoxMatchesReferenceExactly) {
   gpu_box_case<uint16_t>({37, 19}, 3, 40);
   gpu_box_case<uint16_t>({200, 90}, 1, 300);   // 64-bit column sums, global path
   gpu_box_case<uint8_t>({5000, 4}, 4, 4000);   // huge halo
+}
+
+TEST(CudaBlur, AnisotropicMatchesReference) {
+  REQUIRE_GPU();
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  auto src = random_image<uint16_t>(161, 93, 2, seed, 1023);
+  HostImage<uint16_t> want(161, 93, 2);
+  reference::gaussian_blur<uint16_t>(src.cplane(), want.plane(), 1.0, 2.0, -1, -1);
+  cuda::GaussianBlur g(1.0, 2.0, -1, -1);
+  gpu_case<uint16_t>(src, want, 1, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { g.apply<uint16_t>(a, b, st); });
+  reference::box_blur<uint16_t>(src.cplane(), want.plane(), 4, 1);
+  cuda::BoxBlur bx(4, 1);
+  gpu_case<uint16_t>(src, want, 0, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { bx.apply<uint16_t>(a, b, st); });
 }
 
 TEST(CudaBlur, InPlaceEqualsOutOfPlace) {

@@ -149,27 +149,33 @@ void check_planes(const Plane<const T>& src, const Plane<T>& dst) {
 }
 
 // Launches both passes. weights == nullptr selects the box.
+// weights: 2rx+1 horizontal then 2ry+1 vertical (Gaussian only).
 template <class T, class Acc, bool kWeighted>
-void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int radius, void* scratch,
+void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, int ry, void* scratch,
                 cudaStream_t stream) {
   using In = std::conditional_t<kWeighted, float, uint32_t>;
   const int samples = src.samples_per_row();
   const int height = src.height;
   const std::ptrdiff_t tmp_pitch = static_cast<std::ptrdiff_t>(scratch_pitch(samples));
   In* tmp = static_cast<In*>(scratch);
-  const std::size_t wbytes = kWeighted ? (2 * radius + 1) * sizeof(float) : 0;
+  const float* wx = weights;
+  const float* wy = kWeighted ? weights + 2 * rx + 1 : nullptr;
 
+  int radius = rx;
+  std::size_t wbytes = kWeighted ? (2 * radius + 1) * sizeof(float) : 0;
   const std::size_t h_shared = wbytes + (kHTile + 2 * static_cast<std::size_t>(radius) * src.channels) * sizeof(T);
   const dim3 h_grid((samples + kHTile - 1) / kHTile, std::min(height, kMaxGridY));
   if (h_shared <= kMaxShared)
     horizontal_pass<T, In, true, kWeighted><<<h_grid, kHThreads, h_shared, stream>>>(
-        src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, weights, radius);
+        src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, wx, radius);
   else
     horizontal_pass<T, In, false, kWeighted><<<h_grid, kHThreads, wbytes, stream>>>(
-        src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, weights, radius);
+        src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, wx, radius);
   check_launch();
 
-  const unsigned long long count = static_cast<unsigned long long>(2 * radius + 1) * (2 * radius + 1);
+  const unsigned long long count = static_cast<unsigned long long>(2 * rx + 1) * (2 * ry + 1);
+  radius = ry;
+  wbytes = kWeighted ? (2 * radius + 1) * sizeof(float) : 0;
   const std::size_t v_shared = wbytes + (kVTileY + 2 * static_cast<std::size_t>(radius)) * kVThreadsX * sizeof(In);
   const unsigned grid_y = (height + kVTileY - 1) / kVTileY;
   if (grid_y > static_cast<unsigned>(kMaxGridY)) throw std::invalid_argument("blur: plane too tall");
@@ -177,10 +183,10 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int radi
   const dim3 v_block(kVThreadsX, kVThreadsY);
   if (v_shared <= kMaxShared)
     vertical_pass<T, In, Acc, true, kWeighted><<<v_grid, v_block, v_shared, stream>>>(
-        tmp, tmp_pitch, dst.data, dst.pitch, samples, height, weights, radius, count);
+        tmp, tmp_pitch, dst.data, dst.pitch, samples, height, wy, radius, count);
   else
     vertical_pass<T, In, Acc, false, kWeighted><<<v_grid, v_block, wbytes, stream>>>(
-        tmp, tmp_pitch, dst.data, dst.pitch, samples, height, weights, radius, count);
+        tmp, tmp_pitch, dst.data, dst.pitch, samples, height, wy, radius, count);
   check_launch();
 }
 
@@ -195,8 +201,11 @@ void copy_plane(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
                                cudaMemcpyDeviceToDevice, stream));
 }
 
-GaussianBlur::GaussianBlur(double sigma, int radius) : radius_(gaussian_radius(sigma, radius)) {
-  const std::vector<float> w = gaussian_weights_f(sigma, radius);
+GaussianBlur::GaussianBlur(double sigma_x, double sigma_y, int radius_x, int radius_y)
+    : radius_x_(gaussian_radius(sigma_x, radius_x)), radius_y_(gaussian_radius(sigma_y, radius_y)) {
+  std::vector<float> w = gaussian_weights_f(sigma_x, radius_x);
+  const std::vector<float> wy = gaussian_weights_f(sigma_y, radius_y);
+  w.insert(w.end(), wy.begin(), wy.end());
   weights_ = DeviceBuffer(w.size() * sizeof(float));
   CUDA_CHECK(cudaMemcpy(weights_.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
 }
@@ -207,12 +216,15 @@ template <class T>
 void GaussianBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
   check_planes(src, dst);
   if (src.width == 0 || src.height == 0) return;
-  if (radius_ == 0) return copy_plane(src, dst, stream);
+  if (radius_x_ == 0 && radius_y_ == 0) return copy_plane(src, dst, stream);
   ensure_scratch(scratch_, src.width, src.height, src.channels);
-  run_passes<T, float, true>(src, dst, weights_.as<float>(), radius_, scratch_.get(), stream);
+  run_passes<T, float, true>(src, dst, weights_.as<float>(), radius_x_, radius_y_, scratch_.get(), stream);
 }
 
-BoxBlur::BoxBlur(int radius) : radius_(radius) { check_box_radius(radius); }
+BoxBlur::BoxBlur(int radius_x, int radius_y) : radius_x_(radius_x), radius_y_(radius_y) {
+  check_box_radius(radius_x);
+  check_box_radius(radius_y);
+}
 
 void BoxBlur::reserve(int width, int height, int channels) { ensure_scratch(scratch_, width, height, channels); }
 
@@ -220,14 +232,14 @@ template <class T>
 void BoxBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
   check_planes(src, dst);
   if (src.width == 0 || src.height == 0) return;
-  if (radius_ == 0) return copy_plane(src, dst, stream);
+  if (radius_x_ == 0 && radius_y_ == 0) return copy_plane(src, dst, stream);
   ensure_scratch(scratch_, src.width, src.height, src.channels);
-  // Column sums fit 32 bits unless max_sample * (2r+1)^2 overflows them.
-  const double worst = static_cast<double>(static_cast<T>(~T(0))) * (2.0 * radius_ + 1) * (2.0 * radius_ + 1);
+  // Column sums fit 32 bits unless max_sample * window overflows them.
+  const double worst = static_cast<double>(static_cast<T>(~T(0))) * (2.0 * radius_x_ + 1) * (2.0 * radius_y_ + 1);
   if (worst < 4294967296.0)
-    run_passes<T, uint32_t, false>(src, dst, nullptr, radius_, scratch_.get(), stream);
+    run_passes<T, uint32_t, false>(src, dst, nullptr, radius_x_, radius_y_, scratch_.get(), stream);
   else
-    run_passes<T, unsigned long long, false>(src, dst, nullptr, radius_, scratch_.get(), stream);
+    run_passes<T, unsigned long long, false>(src, dst, nullptr, radius_x_, radius_y_, scratch_.get(), stream);
 }
 
 template void copy_plane<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, cudaStream_t);

@@ -30,19 +30,20 @@ T round_clamp(float v) {
 
 }  // namespace
 
-GaussianBlur::GaussianBlur(double sigma, int radius)
-    : radius_(gaussian_radius(sigma, radius)), weights_(gaussian_weights_f(sigma, radius)) {}
+GaussianBlur::GaussianBlur(double sigma_x, double sigma_y, int radius_x, int radius_y)
+    : radius_x_(gaussian_radius(sigma_x, radius_x)), radius_y_(gaussian_radius(sigma_y, radius_y)),
+      weights_x_(gaussian_weights_f(sigma_x, radius_x)), weights_y_(gaussian_weights_f(sigma_y, radius_y)) {}
 
 template <class T>
 void GaussianBlur::horizontal_rows(Plane<const T> src, Plane<float> tmp, int y0, int y1) const {
-  const int W = src.width, C = src.channels, r = radius_;
+  const int W = src.width, C = src.channels, r = radius_x_;
   std::vector<float> buf;
   for (int y = y0; y < y1; ++y) {
     const float* in = padded_row(src.row(y), W, C, r, buf);
     float* out = tmp.row(y);
     std::fill(out, out + W * C, 0.0f);
     for (int k = -r; k <= r; ++k) {
-      const float w = weights_[k + r];
+      const float w = weights_x_[k + r];
       const float* p = in + k * C;
       for (int s = 0; s < W * C; ++s) out[s] += w * p[s];
     }
@@ -51,12 +52,12 @@ void GaussianBlur::horizontal_rows(Plane<const T> src, Plane<float> tmp, int y0,
 
 template <class T>
 void GaussianBlur::vertical_rows(Plane<const float> tmp, Plane<T> dst, int y0, int y1) const {
-  const int S = dst.samples_per_row(), H = dst.height, r = radius_;
+  const int S = dst.samples_per_row(), H = dst.height, r = radius_y_;
   std::vector<float> acc(S);
   for (int y = y0; y < y1; ++y) {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int k = -r; k <= r; ++k) {
-      const float w = weights_[k + r];
+      const float w = weights_y_[k + r];
       const float* in = tmp.row(std::clamp(y + k, 0, H - 1));
       for (int s = 0; s < S; ++s) acc[s] += w * in[s];
     }
@@ -74,11 +75,14 @@ void GaussianBlur::apply(Plane<const T> src, Plane<T> dst, std::vector<float>& t
   vertical_rows(Plane<const float>(t), dst, 0, src.height);
 }
 
-BoxBlur::BoxBlur(int radius) : radius_(radius) { check_box_radius(radius); }
+BoxBlur::BoxBlur(int radius_x, int radius_y) : radius_x_(radius_x), radius_y_(radius_y) {
+  check_box_radius(radius_x);
+  check_box_radius(radius_y);
+}
 
 template <class T>
 void BoxBlur::horizontal_rows(Plane<const T> src, Plane<uint32_t> tmp, int y0, int y1) const {
-  const int W = src.width, C = src.channels, r = radius_;
+  const int W = src.width, C = src.channels, r = radius_x_;
   std::vector<uint32_t> buf;
   for (int y = y0; y < y1; ++y) {
     const uint32_t* in = padded_row(src.row(y), W, C, r, buf);
@@ -96,8 +100,8 @@ void BoxBlur::horizontal_rows(Plane<const T> src, Plane<uint32_t> tmp, int y0, i
 
 template <class T>
 void BoxBlur::vertical_rows(Plane<const uint32_t> tmp, Plane<T> dst, int y0, int y1) const {
-  const int S = dst.samples_per_row(), H = dst.height, r = radius_;
-  const uint64_t n = static_cast<uint64_t>(2 * r + 1) * (2 * r + 1);
+  const int S = dst.samples_per_row(), H = dst.height, r = radius_y_;
+  const uint64_t n = static_cast<uint64_t>(2 * radius_x_ + 1) * (2 * r + 1);
   std::vector<uint64_t> sum(S, 0);  // running column sums
   for (int k = -r; k <= r; ++k) {
     const uint32_t* in = tmp.row(std::clamp(y0 + k, 0, H - 1));

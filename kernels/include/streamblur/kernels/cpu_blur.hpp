@@ -13,28 +13,32 @@ namespace streamblur::cpu {
 
 class GaussianBlur {
  public:
-  GaussianBlur(double sigma, int radius = -1);
-  int radius() const { return radius_; }
+  GaussianBlur(double sigma, int radius = -1) : GaussianBlur(sigma, sigma, radius, radius) {}
+  GaussianBlur(double sigma_x, double sigma_y, int radius_x, int radius_y);
+  int radius_x() const noexcept { return radius_x_; }
+  int radius_y() const noexcept { return radius_y_; }
   template <class T> void horizontal_rows(Plane<const T> src, Plane<float> tmp, int y0, int y1) const;
   template <class T> void vertical_rows(Plane<const float> tmp, Plane<T> dst, int y0, int y1) const;
   // Whole plane, serially; tmp grows as needed.
   template <class T> void apply(Plane<const T> src, Plane<T> dst, std::vector<float>& tmp) const;
 
  private:
-  int radius_;
-  std::vector<float> weights_;
+  int radius_x_, radius_y_;
+  std::vector<float> weights_x_, weights_y_;
 };
 
 class BoxBlur {
  public:
-  explicit BoxBlur(int radius);
-  int radius() const { return radius_; }
+  explicit BoxBlur(int radius) : BoxBlur(radius, radius) {}
+  BoxBlur(int radius_x, int radius_y);
+  int radius_x() const noexcept { return radius_x_; }
+  int radius_y() const noexcept { return radius_y_; }
   template <class T> void horizontal_rows(Plane<const T> src, Plane<uint32_t> tmp, int y0, int y1) const;
   template <class T> void vertical_rows(Plane<const uint32_t> tmp, Plane<T> dst, int y0, int y1) const;
   template <class T> void apply(Plane<const T> src, Plane<T> dst, std::vector<uint32_t>& tmp) const;
 
  private:
-  int radius_;
+  int radius_x_, radius_y_;
 };
 
 }  // namespace streamblur::cpu

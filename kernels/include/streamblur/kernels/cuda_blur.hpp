@@ -17,26 +17,30 @@ namespace streamblur::cuda {
 
 class GaussianBlur {
  public:
-  GaussianBlur(double sigma, int radius = -1);
-  int radius() const noexcept { return radius_; }
+  GaussianBlur(double sigma, int radius = -1) : GaussianBlur(sigma, sigma, radius, radius) {}
+  GaussianBlur(double sigma_x, double sigma_y, int radius_x, int radius_y);
+  int radius_x() const noexcept { return radius_x_; }
+  int radius_y() const noexcept { return radius_y_; }
   void reserve(int width, int height, int channels);
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
 
  private:
-  int radius_;
-  DeviceBuffer weights_;   // 2r+1 floats
+  int radius_x_, radius_y_;
+  DeviceBuffer weights_;   // 2rx+1 horizontal then 2ry+1 vertical floats
   DeviceBuffer scratch_;   // float intermediate
 };
 
 class BoxBlur {
  public:
-  explicit BoxBlur(int radius);
-  int radius() const noexcept { return radius_; }
+  explicit BoxBlur(int radius) : BoxBlur(radius, radius) {}
+  BoxBlur(int radius_x, int radius_y);
+  int radius_x() const noexcept { return radius_x_; }
+  int radius_y() const noexcept { return radius_y_; }
   void reserve(int width, int height, int channels);
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
 
  private:
-  int radius_;
+  int radius_x_, radius_y_;
   DeviceBuffer scratch_;   // uint32 horizontal sums
 };
 

@@ -10,8 +10,14 @@ namespace streamblur::reference {
 
 template <class T>
 void gaussian_blur(Plane<const T> src, Plane<T> dst, double sigma, int radius = -1);
+// Anisotropic form (subsampled chroma): separate horizontal and vertical sigma/radius.
+template <class T>
+void gaussian_blur(Plane<const T> src, Plane<T> dst, double sigma_x, double sigma_y, int radius_x, int radius_y);
 
 template <class T>
 void box_blur(Plane<const T> src, Plane<T> dst, int radius);
+// (2 rx + 1) x (2 ry + 1) window.
+template <class T>
+void box_blur(Plane<const T> src, Plane<T> dst, int radius_x, int radius_y);
 
 }  // namespace streamblur::reference
