@@ -22,6 +22,8 @@ class FrameConverter {
   SwsContext* sws_ = nullptr;
   int width_, height_;
   AVPixelFormat from_, to_;
+  int last_colorspace_ = -1;  // colour details last given to sws_ (set again only on change)
+  int last_range_ = -1;
 };
 
 }  // namespace streamblur::io

@@ -1,0 +1,267 @@
+#include "streamblur/io/reader.hpp"
+
+extern "C" {
+#include <libavutil/avutil.h>
+#include <libavutil/pixdesc.h>
+}
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "streamblur/io/av_error.hpp"
+
+namespace streamblur::io {
+
+namespace {
+
+// Past this many consecutive failures of the same kind the input is treated as
+// ended, so a file that fails forever cannot keep read() spinning.
+constexpr int kMaxConsecutiveErrors = 64;
+// Warnings past this many are counted but no longer printed.
+constexpr int kMaxPrintedWarnings = 20;
+
+std::string in_quotes(const std::string& path) { return "'" + path + "'"; }
+
+}  // namespace
+
+struct MediaReader::Impl {
+  std::string path;
+  ReaderOptions options;
+  AVInputFormatContextPtr fmt;
+  AVCodecContextPtr dec;
+  int video_index = -1;
+  VideoInfo info;
+
+  AVPacketPtr packet = make_packet();
+  AVFramePtr frame = make_frame();
+  std::vector<AVPacketPtr> pending_passthrough;
+
+  bool demux_eof = false;     // av_read_frame reported the end; NULL was sent to the decoder
+  bool decoder_eof = false;   // the decoder returned AVERROR_EOF
+  int consecutive_read_errors = 0;
+  int64_t max_end_us = AV_NOPTS_VALUE;  // latest packet end seen, all streams, in AV_TIME_BASE
+  int consecutive_decode_errors = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<int> warning_count{0};
+
+  void warn(const std::string& what) {
+    const int n = ++warning_count;
+    if (n <= kMaxPrintedWarnings) {
+      std::fprintf(stderr, "warning: %s: %s; continuing\n", path.c_str(), what.c_str());
+    } else if (n == kMaxPrintedWarnings + 1) {
+      std::fprintf(stderr, "warning: %s: more warnings follow, no longer printed; continuing\n", path.c_str());
+    }
+  }
+
+  void open();
+  void note_packet_end(const AVPacket& p);
+  void check_complete();
+  void send_eof_to_decoder();
+  bool read(DecodedFrame& out);
+};
+
+void MediaReader::Impl::open() {
+  AVFormatContext* raw = nullptr;
+  int rc = avformat_open_input(&raw, path.c_str(), nullptr, nullptr);
+  if (rc < 0) {
+    std::error_code ec;
+    std::string ctx = "cannot open input " + in_quotes(path);
+    if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec)
+      ctx += " (the file is empty)";
+    throw_av_error(rc, "avformat_open_input", __FILE__, __LINE__, ctx);
+  }
+  fmt.reset(raw);
+
+  AV_CHECK_CTX(avformat_find_stream_info(fmt.get(), nullptr), "cannot read stream information of " + in_quotes(path));
+
+  const AVCodec* decoder = nullptr;
+  rc = av_find_best_stream(fmt.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0);
+  if (rc == AVERROR_STREAM_NOT_FOUND)
+    throw AVError("no video stream in " + in_quotes(path) + " (" + av_error_string(rc) + ")", rc);
+  if (rc == AVERROR_DECODER_NOT_FOUND) {
+    const int idx = av_find_best_stream(fmt.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+    const char* name = idx >= 0 ? avcodec_get_name(fmt->streams[idx]->codecpar->codec_id) : "?";
+    throw AVError("no decoder for video codec '" + std::string(name) + "' of " + in_quotes(path) + " (" +
+                      av_error_string(rc) + ")",
+                  rc);
+  }
+  AV_CHECK_CTX(rc, "cannot select the video stream of " + in_quotes(path));
+  video_index = rc;
+  AVStream* st = fmt->streams[video_index];
+
+  dec.reset(avcodec_alloc_context3(decoder));
+  if (!dec) throw std::bad_alloc();
+  AV_CHECK_CTX(avcodec_parameters_to_context(dec.get(), st->codecpar),
+               "cannot set up the " + std::string(decoder->name) + " decoder for " + in_quotes(path));
+  dec->pkt_timebase = st->time_base;
+  dec->thread_count = options.decoder_threads;
+  dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+  AV_CHECK_CTX(avcodec_open2(dec.get(), decoder, nullptr),
+               "cannot open the " + std::string(decoder->name) + " decoder for " + in_quotes(path));
+
+  info.width = st->codecpar->width;
+  info.height = st->codecpar->height;
+  info.pix_fmt = dec->pix_fmt;
+  info.time_base = st->time_base;
+  if (st->avg_frame_rate.num > 0 && st->avg_frame_rate.den > 0)
+    info.frame_rate = st->avg_frame_rate;
+  else if (st->r_frame_rate.num > 0 && st->r_frame_rate.den > 0)
+    info.frame_rate = st->r_frame_rate;
+  info.sample_aspect_ratio = av_guess_sample_aspect_ratio(fmt.get(), st, nullptr);
+  if (st->duration != AV_NOPTS_VALUE && st->duration > 0)
+    info.duration_seconds = static_cast<double>(st->duration) * av_q2d(st->time_base);
+  else if (fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0)
+    info.duration_seconds = static_cast<double>(fmt->duration) / AV_TIME_BASE;
+  if (st->nb_frames > 0)
+    info.frame_count_estimate = st->nb_frames;
+  else if (info.duration_seconds > 0 && info.frame_rate.num > 0)
+    info.frame_count_estimate = static_cast<int64_t>(std::llround(info.duration_seconds * av_q2d(info.frame_rate)));
+  info.codec_name = decoder->name;
+}
+
+void MediaReader::Impl::note_packet_end(const AVPacket& p) {
+  int64_t t = p.pts != AV_NOPTS_VALUE ? p.pts : p.dts;
+  if (t == AV_NOPTS_VALUE) return;
+  if (p.duration > 0) t += p.duration;
+  const int64_t us = av_rescale_q(t, fmt->streams[p.stream_index]->time_base, AV_TIME_BASE_Q);
+  if (max_end_us == AV_NOPTS_VALUE || us > max_end_us) max_end_us = us;
+}
+
+// Some demuxers (matroska, for one) end a cut-off file with a plain EOF. When
+// the header declared a duration and every stream stopped well short of it,
+// the file was most likely truncated: say so.
+void MediaReader::Impl::check_complete() {
+  if (fmt->duration == AV_NOPTS_VALUE || fmt->duration <= 0 || max_end_us == AV_NOPTS_VALUE) return;
+  if (fmt->duration_estimation_method == AVFMT_DURATION_FROM_BITRATE) return;  // a guess, not a declaration
+  const int64_t start = fmt->start_time != AV_NOPTS_VALUE ? fmt->start_time : 0;
+  const int64_t end = max_end_us - start;
+  int64_t slack = fmt->duration / 100;  // 1 %
+  if (info.frame_rate.num > 0) slack = std::max(slack, av_rescale_q(3, av_inv_q(info.frame_rate), AV_TIME_BASE_Q));
+  slack = std::max<int64_t>(slack, AV_TIME_BASE / 20);  // 50 ms
+  if (end + slack < fmt->duration) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "input ends at %.3f s, before the %.3f s its header declares (truncated?)",
+                  static_cast<double>(end) / AV_TIME_BASE, static_cast<double>(fmt->duration) / AV_TIME_BASE);
+    warn(msg);
+  }
+}
+
+void MediaReader::Impl::send_eof_to_decoder() {
+  demux_eof = true;
+  const int rc = avcodec_send_packet(dec.get(), nullptr);
+  // AVERROR_EOF: already flushed. Anything else cannot be recovered from; the
+  // decoder then has nothing more to give.
+  if (rc < 0 && rc != AVERROR_EOF) {
+    warn("flushing the decoder failed: " + av_error_string(rc));
+    decoder_eof = true;
+  }
+}
+
+bool MediaReader::Impl::read(DecodedFrame& out) {
+  while (!decoder_eof) {
+    if (stop.load(std::memory_order_relaxed)) return false;
+
+    int rc = avcodec_receive_frame(dec.get(), frame.get());
+    if (rc == 0) {
+      consecutive_decode_errors = 0;
+      if (frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT))
+        warn("frame at pts " + std::to_string(frame->best_effort_timestamp) + " was decoded with errors");
+      frame->pts = frame->best_effort_timestamp;
+      out.frame = std::move(frame);
+      out.passthrough = std::move(pending_passthrough);
+      pending_passthrough.clear();
+      frame = make_frame();
+      return true;
+    }
+    if (rc == AVERROR_EOF) {
+      decoder_eof = true;
+      break;
+    }
+    if (rc != AVERROR(EAGAIN)) {
+      // A frame-threaded decoder reports a bad packet here, not in send.
+      warn("decoding failed: " + av_error_string(rc));
+      if (++consecutive_decode_errors >= kMaxConsecutiveErrors) {
+        warn("too many decoding errors in a row, stopping");
+        decoder_eof = true;
+        break;
+      }
+      continue;
+    }
+    // EAGAIN: the decoder needs input.
+    if (demux_eof) {
+      // After NULL the decoder must end with AVERROR_EOF; never wait forever.
+      decoder_eof = true;
+      break;
+    }
+
+    rc = av_read_frame(fmt.get(), packet.get());
+    if (rc == AVERROR_EOF) {
+      check_complete();
+      send_eof_to_decoder();
+      continue;
+    }
+    if (rc < 0) {
+      warn("reading failed: " + av_error_string(rc));
+      const bool io_dead = fmt->pb && (fmt->pb->eof_reached || fmt->pb->error);
+      if (io_dead || ++consecutive_read_errors >= kMaxConsecutiveErrors) send_eof_to_decoder();
+      continue;
+    }
+    consecutive_read_errors = 0;
+    note_packet_end(*packet);
+    if (packet->flags & AV_PKT_FLAG_CORRUPT)
+      warn("packet of stream " + std::to_string(packet->stream_index) + " is marked corrupt");
+
+    if (packet->stream_index != video_index) {
+      AVPacketPtr copy = make_packet();
+      av_packet_move_ref(copy.get(), packet.get());
+      pending_passthrough.push_back(std::move(copy));
+      continue;
+    }
+
+    rc = avcodec_send_packet(dec.get(), packet.get());
+    if (rc == AVERROR(EAGAIN)) {
+      // receive_frame just said EAGAIN, so send must accept; a decoder that
+      // breaks this rule would spin, so the packet is dropped instead.
+      warn("decoder refused a packet after asking for input; packet dropped");
+    } else if (rc < 0 && rc != AVERROR_EOF) {
+      const int64_t pts = packet->pts != AV_NOPTS_VALUE ? packet->pts : packet->dts;
+      warn("decoding packet at pts " + std::to_string(pts) + " failed: " + av_error_string(rc));
+    }
+    av_packet_unref(packet.get());
+  }
+  return false;
+}
+
+MediaReader::MediaReader(const std::string& path, ReaderOptions options) : impl_(new Impl) {
+  impl_->path = path;
+  impl_->options = options;
+  try {
+    impl_->open();
+  } catch (...) {
+    delete impl_;
+    throw;
+  }
+}
+
+MediaReader::~MediaReader() { delete impl_; }
+
+const VideoInfo& MediaReader::video() const noexcept { return impl_->info; }
+const AVFormatContext* MediaReader::format_context() const noexcept { return impl_->fmt.get(); }
+int MediaReader::video_stream_index() const noexcept { return impl_->video_index; }
+
+bool MediaReader::read(DecodedFrame& out) { return impl_->read(out); }
+
+std::vector<AVPacketPtr> MediaReader::take_remaining_passthrough() {
+  std::vector<AVPacketPtr> rest = std::move(impl_->pending_passthrough);
+  impl_->pending_passthrough.clear();
+  return rest;
+}
+
+void MediaReader::request_stop() noexcept { impl_->stop.store(true); }
+int MediaReader::warnings() const noexcept { return impl_->warning_count.load(); }
+
+}  // namespace streamblur::io

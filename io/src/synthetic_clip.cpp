@@ -1,0 +1,471 @@
+#include "streamblur/io/synthetic_clip.hpp"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
+#include <libavutil/opt.h>
+#include <libavutil/pixdesc.h>
+}
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "streamblur/io/av_error.hpp"
+#include "streamblur/io/av_ptr.hpp"
+
+namespace streamblur::io {
+
+namespace {
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+const char* pix_fmt_name(AVPixelFormat f) {
+  const char* n = av_get_pix_fmt_name(f);
+  return n ? n : "none";
+}
+
+// Owns the output while it is written; on an exception the file is closed
+// without a trailer.
+struct Output {
+  AVFormatContext* oc = nullptr;
+  ~Output() {
+    if (oc) {
+      if (oc->pb && !(oc->oformat->flags & AVFMT_NOFILE)) avio_closep(&oc->pb);
+      avformat_free_context(oc);
+    }
+  }
+};
+
+struct DictDeleter {
+  void operator()(AVDictionary* d) const noexcept { av_dict_free(&d); }
+};
+
+// Irregular frame durations (in ticks of 1/(4*fps)) for variable-frame-rate
+// clips; they average 4 ticks, i.e. the nominal rate.
+constexpr int kVfrTicksPerFrame = 4;
+constexpr int kVfrPattern[] = {4, 2, 6, 3, 5, 4};
+
+// ---------------------------------------------------------------------------
+// Picture content. Each component is computed a row at a time as 8-bit
+// "pattern" values, then mapped to the range/depth of the format and stored.
+// ---------------------------------------------------------------------------
+
+enum class Pattern { Luma, ChromaU, ChromaV, Alpha };
+
+struct Scene {
+  int w = 0, h = 0, t = 0;
+  int box_x = 0, box_y = 0, box_s = 1;
+  int disc_cx = 0, disc_cy = 0, disc_r2 = 1;
+  uint32_t noise_seed = 0;
+  bool noise = false;
+
+  Scene(int width, int height, int frame, unsigned seed, bool with_noise) : w(width), h(height), t(frame) {
+    box_s = std::max(1, std::min(w, h) / 4);
+    const int box_span = std::max(1, w - box_s + 1);
+    box_x = (t * std::max(1, w / 48) + static_cast<int>(seed % 7u) * 3) % box_span;
+    box_y = std::max(0, (h - box_s) / 3);
+    const int r = std::max(1, std::min(w, h) / 6);
+    disc_r2 = r * r;
+    const double a = 0.15 * t + 0.5 * (seed % 11u);
+    disc_cx = w / 2 + static_cast<int>(std::lround(0.3 * w * std::cos(a)));
+    disc_cy = h / 2 + static_cast<int>(std::lround(0.3 * h * std::sin(a)));
+    noise_seed = (seed * 2654435761u) ^ (static_cast<uint32_t>(t) * 2246822519u) ^ 0x9e3779b9u;
+    noise = with_noise;
+  }
+
+  // Fills row[x] (0..255) for x < cw of component row y (component
+  // coordinates; sx/sy: log2 subsampling of this component).
+  void row(Pattern p, int y, int cw, int sx, int sy, uint32_t& lcg, int* out) const {
+    const int Y = y << sy;
+    const bool in_box_rows = Y >= box_y && Y < box_y + box_s;
+    const int dy = Y - disc_cy;
+    const int dy2 = dy * dy;
+    switch (p) {
+      case Pattern::Alpha:
+        for (int x = 0; x < cw; ++x) out[x] = 255;
+        return;
+      case Pattern::Luma: {
+        const int gy = static_cast<int>((static_cast<int64_t>(Y) * 96) / std::max(1, h)) + t * 3;
+        for (int x = 0; x < cw; ++x) {
+          const int X = x << sx;
+          const int g = (static_cast<int>((static_cast<int64_t>(X) * 256) / std::max(1, w)) + gy) & 255;
+          int v = g < 128 ? 2 * g : 2 * (255 - g) + 1;  // triangle wave: smooth gradient
+          if (in_box_rows && X >= box_x && X < box_x + box_s) v = 235 - v / 4;
+          const int dx = X - disc_cx;
+          if (dx * dx + dy2 < disc_r2) v = 24 + (v >> 3);
+          out[x] = v;
+        }
+        break;
+      }
+      case Pattern::ChromaU:
+      case Pattern::ChromaV: {
+        const bool u = p == Pattern::ChromaU;
+        const int gy = static_cast<int>((static_cast<int64_t>(Y) * 128) / std::max(1, h));
+        for (int x = 0; x < cw; ++x) {
+          const int X = x << sx;
+          const int gx = static_cast<int>((static_cast<int64_t>(X) * 128) / std::max(1, w));
+          int v = u ? 64 + ((gx + t * 2) & 127) : 64 + ((gy + t) & 127);
+          if (in_box_rows && X >= box_x && X < box_x + box_s) v = u ? 200 : 90;
+          const int dx = X - disc_cx;
+          if (dx * dx + dy2 < disc_r2) v = u ? 100 : 40;
+          out[x] = v;
+        }
+        break;
+      }
+    }
+    if (noise) {
+      // Film-like grain from a cheap LCG, different every frame.
+      const int amp_shift = p == Pattern::Luma ? 28 : 29;  // +-8 luma, +-4 chroma
+      const int bias = p == Pattern::Luma ? 8 : 4;
+      for (int x = 0; x < cw; ++x) {
+        lcg = lcg * 1664525u + 1013904223u;
+        const int v = out[x] + static_cast<int>(lcg >> amp_shift) - bias;
+        out[x] = v < 0 ? 0 : (v > 255 ? 255 : v);
+      }
+    }
+  }
+};
+
+// Checks that the format is one this writer can fill: byte-addressed
+// components of up to 16 bits.
+void check_fillable(AVPixelFormat f) {
+  const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(f);
+  if (!d) throw std::runtime_error("synthetic clip: unknown pixel format");
+  if (d->flags & (AV_PIX_FMT_FLAG_BITSTREAM | AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_HWACCEL |
+                  AV_PIX_FMT_FLAG_BAYER | AV_PIX_FMT_FLAG_FLOAT))
+    throw std::runtime_error(std::string("synthetic clip: pixel format '") + pix_fmt_name(f) + "' is not supported");
+  for (int c = 0; c < d->nb_components; ++c) {
+    const AVComponentDescriptor& k = d->comp[c];
+    const bool byte = k.depth == 8 && k.shift == 0;
+    const bool word = k.depth > 8 && k.depth + k.shift <= 16 && k.step % 2 == 0 && k.offset % 2 == 0;
+    if (!byte && !word)
+      throw std::runtime_error(std::string("synthetic clip: pixel format '") + pix_fmt_name(f) +
+                               "' is not supported");
+  }
+}
+
+void fill_picture(AVFrame& frame, const Scene& scene, bool full_range) {
+  const auto fmt = static_cast<AVPixelFormat>(frame.format);
+  const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(fmt);
+  const bool rgb = d->flags & AV_PIX_FMT_FLAG_RGB;
+  const bool has_alpha = d->flags & AV_PIX_FMT_FLAG_ALPHA;
+  const bool big_endian = d->flags & AV_PIX_FMT_FLAG_BE;
+  std::vector<int> row(static_cast<size_t>(frame.width));
+  uint32_t lcg = scene.noise_seed;
+
+  for (int c = 0; c < d->nb_components; ++c) {
+    const AVComponentDescriptor& comp = d->comp[c];
+    const bool alpha = has_alpha && c == d->nb_components - 1;
+    const bool chroma = !rgb && !alpha && (c == 1 || c == 2);
+    Pattern p = Pattern::Luma;
+    if (alpha)
+      p = Pattern::Alpha;
+    else if (c == 1)
+      p = Pattern::ChromaU;
+    else if (c == 2)
+      p = Pattern::ChromaV;
+    const int sx = chroma ? d->log2_chroma_w : 0;
+    const int sy = chroma ? d->log2_chroma_h : 0;
+    const int cw = AV_CEIL_RSHIFT(frame.width, sx);
+    const int ch = AV_CEIL_RSHIFT(frame.height, sy);
+    const int depth = comp.depth;
+    // Level mapping (in 8-bit units, then scaled to the depth): limited range
+    // for YUV unless full range was asked for.
+    int lo = 0, span = 255;
+    if (!rgb && !alpha && !full_range) {
+      lo = 16;
+      span = chroma ? 224 : 219;
+    }
+    const int up = depth - 8;
+    const int shift = comp.shift;
+    const int step = comp.step;
+    for (int y = 0; y < ch; ++y) {
+      scene.row(p, y, cw, sx, sy, lcg, row.data());
+      uint8_t* dst = frame.data[comp.plane] + static_cast<ptrdiff_t>(y) * frame.linesize[comp.plane] + comp.offset;
+      if (depth <= 8) {
+        for (int x = 0; x < cw; ++x) {
+          dst[static_cast<ptrdiff_t>(x) * step] = static_cast<uint8_t>(lo + (row[x] * span + 127) / 255);
+        }
+      } else {
+        const int max = (1 << depth) - 1;
+        for (int x = 0; x < cw; ++x) {
+          int v = alpha ? max : ((lo << up) + ((row[x] * span) << up) / 255);
+          const auto s = static_cast<uint16_t>(v << shift);
+          uint8_t* o = dst + static_cast<ptrdiff_t>(x) * step;
+          if (big_endian) {
+            o[0] = static_cast<uint8_t>(s >> 8);
+            o[1] = static_cast<uint8_t>(s & 0xff);
+          } else {
+            o[0] = static_cast<uint8_t>(s & 0xff);
+            o[1] = static_cast<uint8_t>(s >> 8);
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Audio: a stereo sine tone (440 Hz left, 660 Hz right).
+// ---------------------------------------------------------------------------
+
+AVSampleFormat pick_sample_format(const AVCodec* codec) {
+  static constexpr AVSampleFormat preferred[] = {AV_SAMPLE_FMT_FLTP, AV_SAMPLE_FMT_FLT,  AV_SAMPLE_FMT_S16,
+                                                 AV_SAMPLE_FMT_S16P, AV_SAMPLE_FMT_S32,  AV_SAMPLE_FMT_S32P};
+  if (!codec->sample_fmts) return AV_SAMPLE_FMT_S16;
+  for (AVSampleFormat want : preferred)
+    for (const AVSampleFormat* f = codec->sample_fmts; *f != AV_SAMPLE_FMT_NONE; ++f)
+      if (*f == want) return want;
+  return AV_SAMPLE_FMT_NONE;
+}
+
+void fill_tone(AVFrame& f, int64_t first_sample) {
+  const int rate = f.sample_rate;
+  const int channels = f.ch_layout.nb_channels;
+  const auto fmt = static_cast<AVSampleFormat>(f.format);
+  const bool planar = av_sample_fmt_is_planar(fmt);
+  for (int i = 0; i < f.nb_samples; ++i) {
+    const double t = static_cast<double>(first_sample + i) / rate;
+    for (int c = 0; c < channels; ++c) {
+      const double hz = c == 0 ? 440.0 : 660.0;
+      const double s = 0.25 * std::sin(2.0 * M_PI * hz * t);
+      const int idx = planar ? i : i * channels + c;
+      uint8_t* base = f.extended_data[planar ? c : 0];
+      switch (fmt) {
+        case AV_SAMPLE_FMT_FLT:
+        case AV_SAMPLE_FMT_FLTP:
+          reinterpret_cast<float*>(base)[idx] = static_cast<float>(s);
+          break;
+        case AV_SAMPLE_FMT_S16:
+        case AV_SAMPLE_FMT_S16P:
+          reinterpret_cast<int16_t*>(base)[idx] = static_cast<int16_t>(std::lround(s * 32767.0));
+          break;
+        case AV_SAMPLE_FMT_S32:
+        case AV_SAMPLE_FMT_S32P:
+          reinterpret_cast<int32_t*>(base)[idx] = static_cast<int32_t>(std::lround(s * 2147483647.0));
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}
+
+AVDictionary* encoder_dict(const SyntheticClipSpec& spec, bool video) {
+  AVDictionary* d = nullptr;
+  if (video) {
+    if (spec.crf >= 0) av_dict_set(&d, "crf", std::to_string(spec.crf).c_str(), 0);
+    if (!spec.preset.empty()) av_dict_set(&d, "preset", spec.preset.c_str(), 0);
+  }
+  return d;
+}
+
+void open_encoder(AVCodecContext* ctx, const AVCodec* codec, AVDictionary* opts_raw, const std::string& path) {
+  std::unique_ptr<AVDictionary, DictDeleter> opts(opts_raw);
+  AVDictionary* raw = opts.release();
+  const int rc = avcodec_open2(ctx, codec, &raw);
+  opts.reset(raw);
+  AV_CHECK_CTX(rc, "synthetic clip " + in_quotes(path) + ": cannot open encoder " + in_quotes(codec->name));
+  if (const AVDictionaryEntry* e = av_dict_get(opts.get(), "", nullptr, AV_DICT_IGNORE_SUFFIX))
+    throw AVError("synthetic clip " + in_quotes(path) + ": encoder " + in_quotes(codec->name) + " has no option " +
+                      in_quotes(e->key),
+                  AVERROR_OPTION_NOT_FOUND);
+}
+
+struct EncodedStream {
+  AVCodecContextPtr enc;
+  AVStream* st = nullptr;
+};
+
+void drain(EncodedStream& s, AVFormatContext* oc, AVPacket* pkt, const std::string& path) {
+  for (;;) {
+    const int rc = avcodec_receive_packet(s.enc.get(), pkt);
+    if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return;
+    AV_CHECK_CTX(rc, "synthetic clip " + in_quotes(path) + ": encoding");
+    pkt->stream_index = s.st->index;
+    av_packet_rescale_ts(pkt, s.enc->time_base, s.st->time_base);
+    const int wrc = av_interleaved_write_frame(oc, pkt);
+    av_packet_unref(pkt);
+    AV_CHECK_CTX(wrc, "synthetic clip " + in_quotes(path) + ": writing a packet");
+  }
+}
+
+void encode(EncodedStream& s, const AVFrame* frame, AVFormatContext* oc, AVPacket* pkt, const std::string& path) {
+  for (;;) {
+    const int rc = avcodec_send_frame(s.enc.get(), frame);
+    if (rc == AVERROR(EAGAIN)) {
+      drain(s, oc, pkt, path);
+      continue;
+    }
+    AV_CHECK_CTX(rc, "synthetic clip " + in_quotes(path) + ": encoding");
+    break;
+  }
+  drain(s, oc, pkt, path);
+}
+
+}  // namespace
+
+void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec) {
+  if (spec.width <= 0 || spec.height <= 0 || spec.frames <= 0 || spec.fps <= 0)
+    throw std::invalid_argument("synthetic clip " + in_quotes(path) + ": width, height, frames and fps must be > 0");
+
+  Output out;
+  AV_CHECK_CTX(avformat_alloc_output_context2(&out.oc, nullptr, nullptr, path.c_str()),
+               "synthetic clip: cannot choose an output format for " + in_quotes(path));
+  AVFormatContext* oc = out.oc;
+
+  // --- video encoder -------------------------------------------------------
+  const AVCodec* vcodec = avcodec_find_encoder_by_name(spec.codec.c_str());
+  if (!vcodec || vcodec->type != AVMEDIA_TYPE_VIDEO)
+    throw AVError("synthetic clip: unknown video encoder " + in_quotes(spec.codec), AVERROR_ENCODER_NOT_FOUND);
+  if (vcodec->pix_fmts) {
+    bool ok = false;
+    for (const AVPixelFormat* p = vcodec->pix_fmts; *p != AV_PIX_FMT_NONE; ++p) ok = ok || *p == spec.pix_fmt;
+    if (!ok)
+      throw AVError("synthetic clip: encoder " + in_quotes(spec.codec) + " does not take pixel format " +
+                        in_quotes(pix_fmt_name(spec.pix_fmt)),
+                    AVERROR(EINVAL));
+  }
+  check_fillable(spec.pix_fmt);
+
+  const bool vfr = spec.variable_frame_rate;
+  const AVRational vtb = vfr ? AVRational{1, spec.fps * kVfrTicksPerFrame} : AVRational{1, spec.fps};
+  const bool yuvj = spec.pix_fmt == AV_PIX_FMT_YUVJ420P || spec.pix_fmt == AV_PIX_FMT_YUVJ422P ||
+                    spec.pix_fmt == AV_PIX_FMT_YUVJ444P || spec.pix_fmt == AV_PIX_FMT_YUVJ440P;
+  const AVColorRange range = yuvj ? AVCOL_RANGE_JPEG : spec.color_range;
+
+  EncodedStream video;
+  video.enc.reset(avcodec_alloc_context3(vcodec));
+  if (!video.enc) throw std::bad_alloc();
+  AVCodecContext* venc = video.enc.get();
+  venc->width = spec.width;
+  venc->height = spec.height;
+  venc->pix_fmt = spec.pix_fmt;
+  venc->time_base = vtb;
+  venc->framerate = AVRational{spec.fps, 1};
+  venc->sample_aspect_ratio = AVRational{1, 1};
+  venc->color_range = range;
+  venc->colorspace = spec.colorspace;
+  venc->color_primaries = spec.color_primaries;
+  venc->color_trc = spec.color_trc;
+  venc->thread_count = 0;
+  if (oc->oformat->flags & AVFMT_GLOBALHEADER) venc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  open_encoder(venc, vcodec, encoder_dict(spec, true), path);
+
+  video.st = avformat_new_stream(oc, nullptr);
+  if (!video.st) throw std::bad_alloc();
+  AV_CHECK_CTX(avcodec_parameters_from_context(video.st->codecpar, venc), "synthetic clip " + in_quotes(path));
+  video.st->time_base = vtb;
+  video.st->avg_frame_rate = AVRational{spec.fps, 1};
+  video.st->sample_aspect_ratio = venc->sample_aspect_ratio;
+
+  // Video ticks per frame and the clip's end, in vtb.
+  std::vector<int64_t> pts(static_cast<size_t>(spec.frames));
+  int64_t end = 0;
+  for (int i = 0; i < spec.frames; ++i) {
+    pts[i] = end;
+    end += vfr ? kVfrPattern[i % (sizeof kVfrPattern / sizeof kVfrPattern[0])] : 1;
+  }
+
+  // --- audio encoder -------------------------------------------------------
+  EncodedStream audio;
+  int audio_frame_size = 0;
+  int64_t audio_total = 0;
+  if (spec.audio) {
+    const AVCodec* acodec = avcodec_find_encoder_by_name(spec.audio_codec.c_str());
+    if (!acodec || acodec->type != AVMEDIA_TYPE_AUDIO)
+      throw AVError("synthetic clip: unknown audio encoder " + in_quotes(spec.audio_codec), AVERROR_ENCODER_NOT_FOUND);
+    const AVSampleFormat sfmt = pick_sample_format(acodec);
+    if (sfmt == AV_SAMPLE_FMT_NONE)
+      throw AVError("synthetic clip: audio encoder " + in_quotes(spec.audio_codec) + " takes no float/s16/s32 samples",
+                    AVERROR(EINVAL));
+    int rate = 48000;
+    if (acodec->supported_samplerates) {
+      bool has = false;
+      for (const int* r = acodec->supported_samplerates; *r; ++r) has = has || *r == 48000;
+      if (!has) rate = acodec->supported_samplerates[0];
+    }
+    audio.enc.reset(avcodec_alloc_context3(acodec));
+    if (!audio.enc) throw std::bad_alloc();
+    AVCodecContext* aenc = audio.enc.get();
+    aenc->sample_fmt = sfmt;
+    aenc->sample_rate = rate;
+    av_channel_layout_default(&aenc->ch_layout, 2);
+    aenc->time_base = AVRational{1, rate};
+    if (oc->oformat->flags & AVFMT_GLOBALHEADER) aenc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    open_encoder(aenc, acodec, nullptr, path);
+    audio_frame_size = aenc->frame_size > 0 ? aenc->frame_size : 1024;
+    audio_total = av_rescale_q_rnd(end, vtb, AVRational{1, rate}, AV_ROUND_UP);
+    // Encoders with a fixed frame size that cannot take a short last frame get
+    // whole frames only.
+    if (!(acodec->capabilities & (AV_CODEC_CAP_VARIABLE_FRAME_SIZE | AV_CODEC_CAP_SMALL_LAST_FRAME)))
+      audio_total = (audio_total + audio_frame_size - 1) / audio_frame_size * audio_frame_size;
+
+    audio.st = avformat_new_stream(oc, nullptr);
+    if (!audio.st) throw std::bad_alloc();
+    AV_CHECK_CTX(avcodec_parameters_from_context(audio.st->codecpar, aenc), "synthetic clip " + in_quotes(path));
+    audio.st->time_base = aenc->time_base;
+  }
+
+  if (!spec.title.empty()) av_dict_set(&oc->metadata, "title", spec.title.c_str(), 0);
+  if (std::strcmp(oc->oformat->name, "image2") == 0) av_opt_set_int(oc->priv_data, "update", 1, 0);
+
+  if (!(oc->oformat->flags & AVFMT_NOFILE))
+    AV_CHECK_CTX(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE), "synthetic clip: cannot open output " + in_quotes(path));
+  AV_CHECK_CTX(avformat_write_header(oc, nullptr), "synthetic clip: cannot write the header of " + in_quotes(path));
+
+  AVPacketPtr pkt = make_packet();
+  AVFramePtr vframe = make_frame();
+  vframe->format = spec.pix_fmt;
+  vframe->width = spec.width;
+  vframe->height = spec.height;
+  AV_CHECK_CTX(av_frame_get_buffer(vframe.get(), 0), "synthetic clip: cannot allocate a frame");
+  AVFramePtr aframe = make_frame();
+  int64_t audio_written = 0;
+
+  auto write_audio_until = [&](int64_t video_pts, bool all) {
+    if (!spec.audio) return;
+    AVCodecContext* aenc = audio.enc.get();
+    while (audio_written < audio_total &&
+           (all || av_compare_ts(audio_written, aenc->time_base, video_pts, vtb) <= 0)) {
+      av_frame_unref(aframe.get());
+      aframe->format = aenc->sample_fmt;
+      aframe->sample_rate = aenc->sample_rate;
+      AV_CHECK_CTX(av_channel_layout_copy(&aframe->ch_layout, &aenc->ch_layout), "synthetic clip: audio layout");
+      aframe->nb_samples = static_cast<int>(std::min<int64_t>(audio_frame_size, audio_total - audio_written));
+      AV_CHECK_CTX(av_frame_get_buffer(aframe.get(), 0), "synthetic clip: cannot allocate an audio frame");
+      fill_tone(*aframe, audio_written);
+      aframe->pts = audio_written;
+      audio_written += aframe->nb_samples;
+      encode(audio, aframe.get(), oc, pkt.get(), path);
+    }
+  };
+
+  for (int i = 0; i < spec.frames; ++i) {
+    write_audio_until(pts[i], false);
+    AV_CHECK_CTX(av_frame_make_writable(vframe.get()), "synthetic clip: cannot write a frame");
+    fill_picture(*vframe, Scene(spec.width, spec.height, i, spec.seed, spec.noise), range == AVCOL_RANGE_JPEG);
+    vframe->pts = pts[i];
+    vframe->pkt_duration = (i + 1 < spec.frames ? pts[i + 1] : end) - pts[i];
+    vframe->color_range = range;
+    vframe->colorspace = spec.colorspace;
+    vframe->color_primaries = spec.color_primaries;
+    vframe->color_trc = spec.color_trc;
+    vframe->sample_aspect_ratio = AVRational{1, 1};
+    encode(video, vframe.get(), oc, pkt.get(), path);
+  }
+  write_audio_until(end, true);
+  encode(video, nullptr, oc, pkt.get(), path);
+  if (spec.audio) encode(audio, nullptr, oc, pkt.get(), path);
+
+  AV_CHECK_CTX(av_write_trailer(oc), "synthetic clip: cannot write the trailer of " + in_quotes(path));
+  if (!(oc->oformat->flags & AVFMT_NOFILE))
+    AV_CHECK_CTX(avio_closep(&oc->pb), "synthetic clip: cannot close " + in_quotes(path));
+}
+
+}  // namespace streamblur::io

@@ -1,0 +1,387 @@
+#include "streamblur/io/writer.hpp"
+
+extern "C" {
+#include <libavutil/avstring.h>
+#include <libavutil/avutil.h>
+#include <libavutil/dict.h>
+#include <libavutil/opt.h>
+#include <libavutil/pixdesc.h>
+}
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include "streamblur/io/av_error.hpp"
+#include "streamblur/io/convert.hpp"
+
+namespace streamblur::io {
+
+namespace {
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+const char* pix_fmt_name(int f) {
+  const char* n = av_get_pix_fmt_name(static_cast<AVPixelFormat>(f));
+  return n ? n : "none";
+}
+
+struct ParamsDeleter {
+  void operator()(AVCodecParameters* p) const noexcept { avcodec_parameters_free(&p); }
+};
+
+struct DictDeleter {
+  void operator()(AVDictionary* d) const noexcept { av_dict_free(&d); }
+};
+
+// Tags that describe the old encode (statistics, writing app) rather than the
+// content; the muxer writes fresh ones.
+bool is_stale_stream_tag(const char* key) {
+  static constexpr std::string_view prefixes[] = {"encoder", "DURATION", "NUMBER_OF_FRAMES", "NUMBER_OF_BYTES",
+                                                  "BPS", "_STATISTICS_"};
+  const std::string_view k(key);
+  for (std::string_view p : prefixes)
+    if (k.size() >= p.size() && av_strncasecmp(k.data(), p.data(), p.size()) == 0) return true;
+  return false;
+}
+
+void copy_stream_metadata(AVDictionary** dst, const AVDictionary* src) {
+  const AVDictionaryEntry* e = nullptr;
+  while ((e = av_dict_get(src, "", e, AV_DICT_IGNORE_SUFFIX)))
+    if (!is_stale_stream_tag(e->key)) av_dict_set(dst, e->key, e->value, 0);
+}
+
+bool pix_fmt_supported(const AVCodec* codec, AVPixelFormat f) {
+  if (!codec->pix_fmts) return true;  // the encoder does not say: let it decide at open
+  for (const AVPixelFormat* p = codec->pix_fmts; *p != AV_PIX_FMT_NONE; ++p)
+    if (*p == f) return true;
+  return false;
+}
+
+bool valid_rational(AVRational r) { return r.num > 0 && r.den > 0; }
+
+}  // namespace
+
+struct MediaWriter::Impl {
+  std::string path;
+  AVFormatContext* oc = nullptr;  // owned; freed in the destructor
+  AVCodecContextPtr enc;
+  int video_out_index = -1;
+  AVRational input_video_tb{0, 1};
+  AVRational enc_tb{0, 1};
+  std::vector<int> stream_map;          // input stream index -> output stream index, -1 = dropped
+  std::vector<AVRational> input_tbs;    // input stream time bases
+  std::unique_ptr<FrameConverter> converter;
+  AVPacketPtr packet = make_packet();
+  int64_t last_pts = AV_NOPTS_VALUE;    // in enc_tb
+  int64_t frames = 0;
+  bool finished = false;
+
+  ~Impl() {
+    if (oc) {
+      if (oc->pb && !(oc->oformat->flags & AVFMT_NOFILE)) avio_closep(&oc->pb);
+      avformat_free_context(oc);
+    }
+  }
+
+  void open(const MediaReader& input, const AVFrame& first, const EncoderOptions& options);
+  AVCodecContextPtr try_open_encoder(const AVCodec* codec, const AVFrame& first, const EncoderOptions& options,
+                                     AVRational tb, AVRational frame_rate, AVRational sar, int& rc,
+                                     std::string& leftover_key);
+  void write_encoded_packets();
+  void send_frame(const AVFrame* frame);
+};
+
+AVCodecContextPtr MediaWriter::Impl::try_open_encoder(const AVCodec* codec, const AVFrame& first,
+                                                     const EncoderOptions& options, AVRational tb,
+                                                     AVRational frame_rate, AVRational sar, int& rc,
+                                                     std::string& leftover_key) {
+  AVCodecContextPtr ctx(avcodec_alloc_context3(codec));
+  if (!ctx) throw std::bad_alloc();
+  ctx->width = first.width;
+  ctx->height = first.height;
+  ctx->pix_fmt = converter ? converter->to() : static_cast<AVPixelFormat>(first.format);
+  ctx->time_base = tb;
+  if (valid_rational(frame_rate)) ctx->framerate = frame_rate;
+  ctx->sample_aspect_ratio = sar;
+  ctx->color_range = first.color_range;
+  ctx->colorspace = first.colorspace;
+  ctx->color_primaries = first.color_primaries;
+  ctx->color_trc = first.color_trc;
+  ctx->chroma_sample_location = first.chroma_location;
+  ctx->thread_count = options.encoder_threads;
+  if (oc->oformat->flags & AVFMT_GLOBALHEADER) ctx->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+
+  AVDictionary* raw = nullptr;
+  const bool x264 = std::strcmp(codec->name, "libx264") == 0 || std::strcmp(codec->name, "libx264rgb") == 0;
+  if (options.crf >= 0)
+    av_dict_set(&raw, "crf", std::to_string(options.crf).c_str(), 0);
+  else if (x264)
+    av_dict_set(&raw, "crf", "18", 0);
+  if (!options.preset.empty()) av_dict_set(&raw, "preset", options.preset.c_str(), 0);
+  for (const auto& [k, v] : options.options) av_dict_set(&raw, k.c_str(), v.c_str(), 0);
+  std::unique_ptr<AVDictionary, DictDeleter> dict(raw);
+
+  raw = dict.release();
+  rc = avcodec_open2(ctx.get(), codec, &raw);
+  dict.reset(raw);
+  if (rc >= 0) {
+    const AVDictionaryEntry* e = av_dict_get(dict.get(), "", nullptr, AV_DICT_IGNORE_SUFFIX);
+    if (e) leftover_key = e->key;
+  }
+  return ctx;
+}
+
+void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, const EncoderOptions& options) {
+  const AVFormatContext* in = input.format_context();
+  const int in_video = input.video_stream_index();
+  const VideoInfo& vinfo = input.video();
+
+  // --- container --------------------------------------------------------
+  const char* format_name = options.format_name.empty() ? nullptr : options.format_name.c_str();
+  AV_CHECK_CTX(avformat_alloc_output_context2(&oc, nullptr, format_name, path.c_str()),
+               "cannot choose an output format for " + in_quotes(path) +
+                   (format_name ? " (format " + in_quotes(options.format_name) + ")" : std::string()));
+  const AVOutputFormat* ofmt = oc->oformat;
+
+  // --- encoder ----------------------------------------------------------
+  const AVCodec* codec = avcodec_find_encoder_by_name(options.codec.c_str());
+  if (!codec) throw AVError("unknown encoder " + in_quotes(options.codec), AVERROR_ENCODER_NOT_FOUND);
+  if (codec->type != AVMEDIA_TYPE_VIDEO)
+    throw AVError("encoder " + in_quotes(options.codec) + " is not a video encoder", AVERROR(EINVAL));
+  if (avformat_query_codec(ofmt, codec->id, FF_COMPLIANCE_NORMAL) == 0)
+    throw AVError("the " + std::string(ofmt->name) + " container of " + in_quotes(path) + " cannot hold " +
+                      avcodec_get_name(codec->id) + " video",
+                  AVERROR(EINVAL));
+
+  const auto src_fmt = static_cast<AVPixelFormat>(first.format);
+  if (!pix_fmt_supported(codec, src_fmt)) {
+    const AVPixelFormat best = avcodec_find_best_pix_fmt_of_list(codec->pix_fmts, src_fmt, 0, nullptr);
+    if (best == AV_PIX_FMT_NONE)
+      throw AVError("encoder " + in_quotes(codec->name) + " takes no pixel format that " + pix_fmt_name(src_fmt) +
+                        " converts to",
+                    AVERROR(EINVAL));
+    std::fprintf(stderr, "note: %s: encoder %s cannot take %s; converting frames to %s\n", path.c_str(),
+                 codec->name, pix_fmt_name(src_fmt), pix_fmt_name(best));
+    converter = std::make_unique<FrameConverter>(first.width, first.height, src_fmt, best);
+  }
+
+  input_video_tb = vinfo.time_base;
+  AVRational sar = first.sample_aspect_ratio;
+  if (!valid_rational(sar)) sar = vinfo.sample_aspect_ratio;
+  if (!valid_rational(sar)) sar = AVRational{0, 1};
+
+  int rc = 0;
+  std::string leftover;
+  AVRational tb = valid_rational(input_video_tb) ? input_video_tb : av_inv_q(vinfo.frame_rate);
+  if (!valid_rational(tb)) tb = AVRational{1, 25};
+  enc = try_open_encoder(codec, first, options, tb, vinfo.frame_rate, sar, rc, leftover);
+  if (rc < 0) {
+    // Some encoders limit the time base (mpeg4: denominator <= 65535, mpeg2:
+    // standard rates). Retry with one derived from the frame rate; pts are
+    // rescaled, exactly for constant-rate input.
+    AVRational fallback{0, 1};
+    if (valid_rational(vinfo.frame_rate)) {
+      av_reduce(&fallback.num, &fallback.den, vinfo.frame_rate.den, vinfo.frame_rate.num, 65535);
+    } else {
+      fallback = AVRational{1, 25};
+    }
+    if (valid_rational(fallback) && av_cmp_q(fallback, tb) != 0) {
+      std::string leftover2;
+      int rc2 = 0;
+      AVCodecContextPtr retry =
+          try_open_encoder(codec, first, options, fallback, vinfo.frame_rate, sar, rc2, leftover2);
+      if (rc2 >= 0) {
+        std::fprintf(stderr, "note: %s: encoder %s rejected time base %d/%d; using %d/%d\n", path.c_str(),
+                     codec->name, tb.num, tb.den, fallback.num, fallback.den);
+        enc = std::move(retry);
+        rc = rc2;
+        leftover = leftover2;
+      }
+    }
+  }
+  if (rc < 0)
+    throw_av_error(rc, "avcodec_open2", __FILE__, __LINE__,
+                   "cannot open encoder " + in_quotes(codec->name) + " for " + std::to_string(first.width) + "x" +
+                       std::to_string(first.height) + " " + pix_fmt_name(enc->pix_fmt));
+  if (!leftover.empty())
+    throw AVError("encoder " + in_quotes(codec->name) + " has no option " + in_quotes(leftover), AVERROR_OPTION_NOT_FOUND);
+  enc_tb = enc->time_base;
+
+  // --- streams, in input order ------------------------------------------
+  stream_map.assign(in->nb_streams, -1);
+  input_tbs.resize(in->nb_streams);
+  for (unsigned i = 0; i < in->nb_streams; ++i) {
+    const AVStream* ist = in->streams[i];
+    input_tbs[i] = ist->time_base;
+    if (static_cast<int>(i) == in_video) {
+      AVStream* st = avformat_new_stream(oc, nullptr);
+      if (!st) throw std::bad_alloc();
+      AV_CHECK_CTX(avcodec_parameters_from_context(st->codecpar, enc.get()),
+                   "cannot set the video stream parameters of " + in_quotes(path));
+      st->time_base = enc->time_base;
+      if (valid_rational(vinfo.frame_rate)) st->avg_frame_rate = vinfo.frame_rate;
+      st->sample_aspect_ratio = enc->sample_aspect_ratio;
+      st->disposition = ist->disposition;
+      copy_stream_metadata(&st->metadata, ist->metadata);
+      video_out_index = st->index;
+      stream_map[i] = st->index;
+      continue;
+    }
+    const AVCodecParameters* par = ist->codecpar;
+    const char* kind = av_get_media_type_string(par->codec_type);
+    kind = kind ? kind : "unknown";
+    if (par->codec_id == AV_CODEC_ID_NONE) {
+      std::fprintf(stderr, "note: %s: input stream %u (%s) has no known codec; not copied\n", path.c_str(), i, kind);
+      continue;
+    }
+    if (avformat_query_codec(ofmt, par->codec_id, FF_COMPLIANCE_NORMAL) == 0) {
+      std::fprintf(stderr, "note: %s: the %s container cannot hold input stream %u (%s %s); not copied\n",
+                   path.c_str(), ofmt->name, i, kind, avcodec_get_name(par->codec_id));
+      continue;
+    }
+    // Copy into a scratch first: a stream once added cannot be taken out again.
+    std::unique_ptr<AVCodecParameters, ParamsDeleter> scratch(avcodec_parameters_alloc());
+    if (!scratch) throw std::bad_alloc();
+    rc = avcodec_parameters_copy(scratch.get(), par);
+    if (rc < 0) {
+      std::fprintf(stderr, "note: %s: cannot copy input stream %u (%s %s): %s; not copied\n", path.c_str(), i, kind,
+                   avcodec_get_name(par->codec_id), av_error_string(rc).c_str());
+      continue;
+    }
+    AVStream* st = avformat_new_stream(oc, nullptr);
+    if (!st) throw std::bad_alloc();
+    AV_CHECK_CTX(avcodec_parameters_copy(st->codecpar, scratch.get()),
+                 "cannot copy input stream " + std::to_string(i) + " to " + in_quotes(path));
+    st->codecpar->codec_tag = 0;
+    st->time_base = ist->time_base;
+    st->avg_frame_rate = ist->avg_frame_rate;
+    st->r_frame_rate = ist->r_frame_rate;
+    st->sample_aspect_ratio = ist->sample_aspect_ratio;
+    st->disposition = ist->disposition;
+    copy_stream_metadata(&st->metadata, ist->metadata);
+    stream_map[i] = st->index;
+  }
+
+  av_dict_copy(&oc->metadata, in->metadata, 0);
+  av_dict_set(&oc->metadata, "encoder", nullptr, 0);
+
+  // One image file rewritten per frame: a single path such as out.png works.
+  if (std::strcmp(ofmt->name, "image2") == 0) av_opt_set_int(oc->priv_data, "update", 1, 0);
+
+  if (!(ofmt->flags & AVFMT_NOFILE))
+    AV_CHECK_CTX(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE), "cannot open output " + in_quotes(path));
+  AV_CHECK_CTX(avformat_write_header(oc, nullptr), "cannot write the header of " + in_quotes(path));
+}
+
+void MediaWriter::Impl::write_encoded_packets() {
+  AVStream* st = oc->streams[video_out_index];
+  for (;;) {
+    const int rc = avcodec_receive_packet(enc.get(), packet.get());
+    if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return;
+    AV_CHECK_CTX(rc, "encoding video for " + in_quotes(path));
+    packet->stream_index = video_out_index;
+    av_packet_rescale_ts(packet.get(), enc_tb, st->time_base);
+    const int wrc = av_interleaved_write_frame(oc, packet.get());
+    av_packet_unref(packet.get());
+    AV_CHECK_CTX(wrc, "cannot write a video packet to " + in_quotes(path));
+  }
+}
+
+void MediaWriter::Impl::send_frame(const AVFrame* frame) {
+  for (;;) {
+    const int rc = avcodec_send_frame(enc.get(), frame);
+    if (rc == AVERROR(EAGAIN)) {
+      // The encoder wants its output taken first.
+      write_encoded_packets();
+      continue;
+    }
+    if (frame == nullptr && rc == AVERROR_EOF) return;  // already flushed
+    AV_CHECK_CTX(rc, "encoding video for " + in_quotes(path));
+    return;
+  }
+}
+
+MediaWriter::MediaWriter(const std::string& path, const MediaReader& input, const AVFrame& first_frame,
+                         const EncoderOptions& options)
+    : impl_(new Impl) {
+  impl_->path = path;
+  try {
+    impl_->open(input, first_frame, options);
+  } catch (...) {
+    delete impl_;
+    throw;
+  }
+}
+
+MediaWriter::~MediaWriter() { delete impl_; }
+
+void MediaWriter::write_video(const AVFrame& frame) {
+  Impl& m = *impl_;
+  if (m.finished) throw std::logic_error("MediaWriter::write_video after finish() for " + in_quotes(m.path));
+
+  AVFramePtr f = make_frame();
+  if (m.converter) {
+    m.converter->convert(frame, *f);
+  } else {
+    AV_CHECK_CTX(av_frame_ref(f.get(), &frame), "cannot reference a frame for " + in_quotes(m.path));
+  }
+
+  int64_t pts = frame.pts;
+  if (pts != AV_NOPTS_VALUE && av_cmp_q(m.input_video_tb, m.enc_tb) != 0 && valid_rational(m.input_video_tb))
+    pts = av_rescale_q(pts, m.input_video_tb, m.enc_tb);
+  if (pts == AV_NOPTS_VALUE) {
+    // Missing timestamp: one frame after the previous one.
+    int64_t step = 1;
+    if (m.enc->framerate.num > 0 && m.enc->framerate.den > 0)
+      step = std::max<int64_t>(1, av_rescale_q(1, av_inv_q(m.enc->framerate), m.enc_tb));
+    pts = m.last_pts == AV_NOPTS_VALUE ? 0 : m.last_pts + step;
+  }
+  // Encoders and muxers need strictly increasing timestamps; only a rescale to
+  // a coarser time base or a broken input can violate that.
+  if (m.last_pts != AV_NOPTS_VALUE && pts <= m.last_pts) pts = m.last_pts + 1;
+  m.last_pts = pts;
+  f->pts = pts;
+  f->pict_type = AV_PICTURE_TYPE_NONE;
+
+  m.send_frame(f.get());
+  m.write_encoded_packets();
+  ++m.frames;
+}
+
+void MediaWriter::write_passthrough(AVPacket& packet) {
+  Impl& m = *impl_;
+  if (m.finished) throw std::logic_error("MediaWriter::write_passthrough after finish() for " + in_quotes(m.path));
+  const int in_index = packet.stream_index;
+  if (in_index < 0 || in_index >= static_cast<int>(m.stream_map.size()) || m.stream_map[in_index] < 0 ||
+      m.stream_map[in_index] == m.video_out_index) {
+    av_packet_unref(&packet);
+    return;
+  }
+  const int out_index = m.stream_map[in_index];
+  av_packet_rescale_ts(&packet, m.input_tbs[in_index], m.oc->streams[out_index]->time_base);
+  packet.stream_index = out_index;
+  packet.pos = -1;
+  const int rc = av_interleaved_write_frame(m.oc, &packet);  // takes the packet's reference
+  av_packet_unref(&packet);
+  AV_CHECK_CTX(rc, "cannot write a packet of input stream " + std::to_string(in_index) + " to " + in_quotes(m.path));
+}
+
+void MediaWriter::finish() {
+  Impl& m = *impl_;
+  if (m.finished) return;
+  m.finished = true;  // even when something below throws: no second trailer attempt
+  m.send_frame(nullptr);
+  m.write_encoded_packets();
+  AV_CHECK_CTX(av_write_trailer(m.oc), "cannot write the trailer of " + in_quotes(m.path));
+  if (m.oc->pb && !(m.oc->oformat->flags & AVFMT_NOFILE))
+    AV_CHECK_CTX(avio_closep(&m.oc->pb), "cannot close " + in_quotes(m.path));
+}
+
+int64_t MediaWriter::frames_written() const noexcept { return impl_->frames; }
+
+}  // namespace streamblur::io

@@ -1,0 +1,661 @@
+// Tests of io/: media are made at test time with write_synthetic_clip (and,
+// for the audio-only case, a few libavformat calls) in a temporary folder.
+#include <gtest/gtest.h>
+
+extern "C" {
+#include <libavutil/channel_layout.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/log.h>
+#include <libavutil/pixdesc.h>
+}
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "streamblur/io/av_error.hpp"
+#include "streamblur/io/av_ptr.hpp"
+#include "streamblur/io/convert.hpp"
+#include "streamblur/io/reader.hpp"
+#include "streamblur/io/synthetic_clip.hpp"
+#include "streamblur/io/writer.hpp"
+
+namespace fs = std::filesystem;
+using namespace streamblur::io;
+
+namespace {
+
+// FFmpeg's own log chatter (encoder statistics) below errors is not wanted in test output.
+const bool quiet_ffmpeg_log = [] {
+  av_log_set_level(AV_LOG_ERROR);
+  return true;
+}();
+
+// A fresh folder per test, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    std::random_device rd;
+    path_ = fs::temp_directory_path() /
+            ("streamblur_io_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
+             std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+struct Decoded {
+  VideoInfo info;
+  std::vector<AVFramePtr> frames;
+  std::vector<AVPacketPtr> passthrough;  // in demux order
+  int warnings = 0;
+  std::string title;
+  int nb_streams = 0;
+};
+
+std::string container_title(const AVFormatContext* fmt) {
+  const AVDictionaryEntry* e = av_dict_get(fmt->metadata, "title", nullptr, 0);
+  return e ? e->value : "";
+}
+
+Decoded read_all(const std::string& path) {
+  Decoded d;
+  MediaReader reader(path);
+  d.info = reader.video();
+  d.title = container_title(reader.format_context());
+  d.nb_streams = static_cast<int>(reader.format_context()->nb_streams);
+  DecodedFrame f;
+  while (reader.read(f)) {
+    d.frames.push_back(std::move(f.frame));
+    for (auto& p : f.passthrough) d.passthrough.push_back(std::move(p));
+  }
+  for (auto& p : reader.take_remaining_passthrough()) d.passthrough.push_back(std::move(p));
+  d.warnings = reader.warnings();
+  return d;
+}
+
+// Decode `in`, encode its video with `options` into `out`, copy every other stream.
+int64_t transcode(const std::string& in, const std::string& out, const EncoderOptions& options) {
+  MediaReader reader(in);
+  DecodedFrame f;
+  if (!reader.read(f)) throw std::runtime_error("no frame in " + in);
+  MediaWriter writer(out, reader, *f.frame, options);
+  do {
+    for (auto& p : f.passthrough) writer.write_passthrough(*p);
+    writer.write_video(*f.frame);
+  } while (reader.read(f));
+  for (auto& p : reader.take_remaining_passthrough()) writer.write_passthrough(*p);
+  writer.finish();
+  return writer.frames_written();
+}
+
+// Rows of plane `p` of a frame.
+int plane_rows(const AVFrame& f, int p) {
+  const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(static_cast<AVPixelFormat>(f.format));
+  for (int c = 0; c < d->nb_components; ++c) {
+    if (d->comp[c].plane != p) continue;
+    const bool chroma = !(d->flags & AV_PIX_FMT_FLAG_RGB) && (c == 1 || c == 2);
+    return chroma ? AV_CEIL_RSHIFT(f.height, d->log2_chroma_h) : f.height;
+  }
+  return 0;
+}
+
+::testing::AssertionResult same_pixels(const AVFrame& a, const AVFrame& b) {
+  if (a.format != b.format || a.width != b.width || a.height != b.height)
+    return ::testing::AssertionFailure() << "format/size differ: " << a.width << "x" << a.height << " "
+                                         << av_get_pix_fmt_name(static_cast<AVPixelFormat>(a.format)) << " vs "
+                                         << b.width << "x" << b.height << " "
+                                         << av_get_pix_fmt_name(static_cast<AVPixelFormat>(b.format));
+  const auto fmt = static_cast<AVPixelFormat>(a.format);
+  const int planes = av_pix_fmt_count_planes(fmt);
+  for (int p = 0; p < planes; ++p) {
+    const int bytes = av_image_get_linesize(fmt, a.width, p);
+    const int rows = plane_rows(a, p);
+    if (bytes <= 0 || rows <= 0) return ::testing::AssertionFailure() << "bad plane " << p;
+    for (int y = 0; y < rows; ++y)
+      if (std::memcmp(a.data[p] + static_cast<ptrdiff_t>(y) * a.linesize[p],
+                      b.data[p] + static_cast<ptrdiff_t>(y) * b.linesize[p], bytes) != 0)
+        return ::testing::AssertionFailure() << "plane " << p << " row " << y << " differs";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Same frame count, same pts, same pixels, same colour tags.
+void expect_same_video(const Decoded& in, const Decoded& out) {
+  ASSERT_EQ(in.frames.size(), out.frames.size());
+  ASSERT_FALSE(in.frames.empty());
+  EXPECT_EQ(av_cmp_q(in.info.time_base, out.info.time_base), 0);
+  for (size_t i = 0; i < in.frames.size(); ++i) {
+    const AVFrame& a = *in.frames[i];
+    const AVFrame& b = *out.frames[i];
+    EXPECT_EQ(a.pts, b.pts) << "frame " << i;
+    EXPECT_TRUE(same_pixels(a, b)) << "frame " << i;
+    EXPECT_EQ(a.color_range, b.color_range) << "frame " << i;
+    EXPECT_EQ(a.colorspace, b.colorspace) << "frame " << i;
+    EXPECT_EQ(a.color_primaries, b.color_primaries) << "frame " << i;
+    EXPECT_EQ(a.color_trc, b.color_trc) << "frame " << i;
+  }
+}
+
+std::vector<const AVPacket*> packets_of_stream(const Decoded& d, int stream_index) {
+  std::vector<const AVPacket*> v;
+  for (const auto& p : d.passthrough)
+    if (p->stream_index == stream_index) v.push_back(p.get());
+  return v;
+}
+
+// Passthrough packets of input stream `in_index` and output stream
+// `out_index` hold the same bytes and timestamps (both files' streams have
+// the same time base here).
+void expect_same_packets(const Decoded& in, int in_index, const Decoded& out, int out_index) {
+  const auto a = packets_of_stream(in, in_index);
+  const auto b = packets_of_stream(out, out_index);
+  ASSERT_FALSE(a.empty());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i]->size, b[i]->size) << "packet " << i;
+    EXPECT_EQ(std::memcmp(a[i]->data, b[i]->data, a[i]->size), 0) << "packet " << i;
+    EXPECT_EQ(a[i]->pts, b[i]->pts) << "packet " << i;
+  }
+}
+
+// The exception message of `fn`, or "" when nothing was thrown.
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_ONE_LINE_CONTAINS(msg, ...)                                     \
+  do {                                                                        \
+    const std::string m_ = (msg);                                             \
+    EXPECT_FALSE(m_.empty()) << "nothing was thrown";                         \
+    EXPECT_EQ(m_.find('\n'), std::string::npos) << m_;                        \
+    for (const char* part : {__VA_ARGS__}) EXPECT_NE(m_.find(part), std::string::npos) << "'" << part << "' not in: " << m_; \
+  } while (0)
+
+EncoderOptions ffv1() {
+  EncoderOptions o;
+  o.codec = "ffv1";
+  return o;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Lossless round trips
+// ---------------------------------------------------------------------------
+
+TEST(IoRoundTrip, Ffv1KeepsPixelsPtsPcmAudioAndTitle) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.width = 64;
+  spec.height = 48;
+  spec.frames = 12;
+  spec.noise = true;
+  spec.audio = true;
+  spec.audio_codec = "pcm_s16le";
+  spec.title = "streamblur synthetic";
+  const std::string in = dir.file("in.mkv"), out = dir.file("out.mkv");
+  write_synthetic_clip(in, spec);
+  EXPECT_EQ(transcode(in, out, ffv1()), 12);
+
+  const Decoded a = read_all(in), b = read_all(out);
+  expect_same_video(a, b);
+  EXPECT_EQ(a.frames.size(), 12u);
+  EXPECT_EQ(a.nb_streams, 2);
+  EXPECT_EQ(b.nb_streams, 2);
+  expect_same_packets(a, 1, b, 1);
+  EXPECT_EQ(b.title, "streamblur synthetic");
+  EXPECT_EQ(b.info.codec_name, "ffv1");
+  EXPECT_EQ(a.warnings, 0);
+  EXPECT_EQ(b.warnings, 0);
+}
+
+TEST(IoRoundTrip, Ffv1VariableFrameRateWithAac) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.frames = 15;
+  spec.variable_frame_rate = true;
+  spec.audio = true;
+  spec.audio_codec = "aac";
+  const std::string in = dir.file("vfr.mkv"), out = dir.file("vfr_out.mkv");
+  write_synthetic_clip(in, spec);
+  transcode(in, out, ffv1());
+
+  const Decoded a = read_all(in), b = read_all(out);
+  expect_same_video(a, b);
+  ASSERT_EQ(a.frames.size(), 15u);
+  // The steps really are irregular.
+  std::vector<int64_t> steps;
+  for (size_t i = 1; i < a.frames.size(); ++i) steps.push_back(a.frames[i]->pts - a.frames[i - 1]->pts);
+  EXPECT_NE(*std::min_element(steps.begin(), steps.end()), *std::max_element(steps.begin(), steps.end()));
+  expect_same_packets(a, 1, b, 1);
+}
+
+TEST(IoRoundTrip, ColourTagsKept) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.pix_fmt = AV_PIX_FMT_YUV444P;
+  spec.color_range = AVCOL_RANGE_JPEG;
+  spec.colorspace = AVCOL_SPC_BT470BG;
+  spec.color_primaries = AVCOL_PRI_BT470BG;
+  spec.color_trc = AVCOL_TRC_SMPTE170M;
+  const std::string in = dir.file("tags.mkv"), out = dir.file("tags_out.mkv");
+  write_synthetic_clip(in, spec);
+  transcode(in, out, ffv1());
+  const Decoded a = read_all(in), b = read_all(out);
+  ASSERT_FALSE(a.frames.empty());
+  EXPECT_EQ(a.frames[0]->color_range, AVCOL_RANGE_JPEG);
+  EXPECT_EQ(a.frames[0]->colorspace, AVCOL_SPC_BT470BG);
+  EXPECT_EQ(a.frames[0]->color_primaries, AVCOL_PRI_BT470BG);
+  EXPECT_EQ(a.frames[0]->color_trc, AVCOL_TRC_SMPTE170M);
+  expect_same_video(a, b);
+}
+
+struct SizeCase {
+  int w, h;
+  AVPixelFormat fmt;
+};
+
+class IoOddSize : public ::testing::TestWithParam<SizeCase> {};
+
+TEST_P(IoOddSize, Ffv1RoundTripIsLossless) {
+  const SizeCase c = GetParam();
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.width = c.w;
+  spec.height = c.h;
+  spec.pix_fmt = c.fmt;
+  spec.frames = 5;
+  spec.noise = true;
+  const std::string in = dir.file("odd.mkv"), out = dir.file("odd_out.mkv");
+  write_synthetic_clip(in, spec);
+  transcode(in, out, ffv1());
+  const Decoded a = read_all(in), b = read_all(out);
+  EXPECT_EQ(a.info.width, c.w);
+  EXPECT_EQ(a.info.height, c.h);
+  EXPECT_EQ(a.info.pix_fmt, c.fmt);
+  EXPECT_EQ(a.frames.size(), 5u);
+  expect_same_video(a, b);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, IoOddSize,
+                         ::testing::Values(SizeCase{33, 17, AV_PIX_FMT_YUV444P}, SizeCase{1, 1, AV_PIX_FMT_GRAY8},
+                                           SizeCase{3, 5, AV_PIX_FMT_YUV420P}, SizeCase{35, 9, AV_PIX_FMT_YUV422P},
+                                           SizeCase{31, 19, AV_PIX_FMT_YUV420P10LE}),
+                         [](const ::testing::TestParamInfo<SizeCase>& i) {
+                           std::string n = std::to_string(i.param.w) + "x" + std::to_string(i.param.h) + "_" +
+                                           av_get_pix_fmt_name(i.param.fmt);
+                           for (char& ch : n)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+TEST(IoRoundTrip, Yuv420p10le) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.width = 96;
+  spec.height = 54;
+  spec.pix_fmt = AV_PIX_FMT_YUV420P10LE;
+  spec.noise = true;
+  const std::string in = dir.file("p10.mkv"), out = dir.file("p10_out.mkv");
+  write_synthetic_clip(in, spec);
+  transcode(in, out, ffv1());
+  const Decoded a = read_all(in), b = read_all(out);
+  ASSERT_FALSE(a.frames.empty());
+  EXPECT_EQ(a.frames[0]->format, AV_PIX_FMT_YUV420P10LE);
+  // Values really use 10 bits (some sample above 255).
+  const auto* y = reinterpret_cast<const uint16_t*>(a.frames[0]->data[0]);
+  bool above = false;
+  for (int i = 0; i < a.frames[0]->width; ++i) above = above || y[i] > 255;
+  EXPECT_TRUE(above);
+  expect_same_video(a, b);
+}
+
+TEST(IoStill, PngInPngOut) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.width = 40;
+  spec.height = 30;
+  spec.frames = 1;
+  spec.codec = "png";
+  spec.pix_fmt = AV_PIX_FMT_RGB24;
+  const std::string in = dir.file("still.png"), out = dir.file("still_out.png");
+  write_synthetic_clip(in, spec);
+  EncoderOptions o;
+  o.codec = "png";
+  EXPECT_EQ(transcode(in, out, o), 1);
+  const Decoded a = read_all(in), b = read_all(out);
+  ASSERT_EQ(a.frames.size(), 1u);
+  ASSERT_EQ(b.frames.size(), 1u);
+  EXPECT_EQ(a.info.width, 40);
+  EXPECT_EQ(a.info.height, 30);
+  EXPECT_TRUE(same_pixels(*a.frames[0], *b.frames[0]));
+}
+
+// ---------------------------------------------------------------------------
+// Lossy codecs
+// ---------------------------------------------------------------------------
+
+TEST(IoLossy, Libx264Mp4FrameCountAndAudio) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.width = 128;
+  spec.height = 72;
+  spec.frames = 20;
+  spec.codec = "libx264";
+  spec.preset = "ultrafast";
+  spec.noise = true;
+  spec.audio = true;
+  const std::string in = dir.file("x264.mp4"), out = dir.file("x264_out.mp4");
+  write_synthetic_clip(in, spec);
+  EncoderOptions o;
+  o.codec = "libx264";
+  o.preset = "ultrafast";
+  EXPECT_EQ(transcode(in, out, o), 20);
+  const Decoded a = read_all(in), b = read_all(out);
+  EXPECT_EQ(a.frames.size(), 20u);
+  EXPECT_EQ(b.frames.size(), 20u);
+  EXPECT_EQ(a.info.codec_name, "h264");
+  EXPECT_EQ(b.info.codec_name, "h264");
+  EXPECT_NEAR(static_cast<double>(a.info.frame_count_estimate), 20.0, 1.0);
+  for (size_t i = 0; i < b.frames.size() && i < a.frames.size(); ++i) {
+    EXPECT_EQ(a.frames[i]->pts, b.frames[i]->pts) << "frame " << i;
+    EXPECT_EQ(b.frames[i]->colorspace, AVCOL_SPC_BT709);
+  }
+  // The aac track is copied packet for packet.
+  EXPECT_EQ(packets_of_stream(a, 1).size(), packets_of_stream(b, 1).size());
+  EXPECT_FALSE(packets_of_stream(b, 1).empty());
+}
+
+// mpegts has a 1/90000 time base that mpeg4 refuses, and mpeg4 takes only
+// yuv420p: the writer falls back to a frame-rate time base and converts.
+TEST(IoLossy, Mpeg4TimeBaseFallbackAndPixelConversion) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.frames = 10;
+  spec.codec = "libx264";
+  spec.preset = "ultrafast";
+  spec.pix_fmt = AV_PIX_FMT_YUV444P;
+  const std::string in = dir.file("in.ts"), out = dir.file("mpeg4.mkv");
+  write_synthetic_clip(in, spec);
+  EncoderOptions o;
+  o.codec = "mpeg4";
+  EXPECT_EQ(transcode(in, out, o), 10);
+  const Decoded a = read_all(in), b = read_all(out);
+  EXPECT_EQ(a.info.time_base.den, 90000);
+  ASSERT_EQ(a.frames.size(), 10u);
+  ASSERT_EQ(b.frames.size(), 10u);
+  EXPECT_EQ(b.frames[0]->format, AV_PIX_FMT_YUV420P);
+  EXPECT_EQ(b.info.width, 64);
+  for (size_t i = 0; i < 10; ++i) {
+    const double ta = a.frames[i]->pts * av_q2d(a.info.time_base);
+    const double tb = b.frames[i]->pts * av_q2d(b.info.time_base);
+    EXPECT_NEAR(ta, tb, 0.0011) << "frame " << i;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reader details
+// ---------------------------------------------------------------------------
+
+TEST(IoReader, InfoAndStop) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.frames = 10;
+  spec.fps = 25;
+  const std::string in = dir.file("info.mkv");
+  write_synthetic_clip(in, spec);
+  MediaReader r(in, ReaderOptions{2});
+  EXPECT_EQ(r.video().width, 64);
+  EXPECT_EQ(r.video().height, 48);
+  EXPECT_EQ(r.video().pix_fmt, AV_PIX_FMT_YUV420P);
+  EXPECT_EQ(av_cmp_q(r.video().frame_rate, AVRational{25, 1}), 0);
+  EXPECT_NEAR(static_cast<double>(r.video().frame_count_estimate), 10.0, 1.0);
+  EXPECT_NEAR(r.video().duration_seconds, 0.4, 0.05);
+  DecodedFrame f;
+  ASSERT_TRUE(r.read(f));
+  EXPECT_EQ(f.frame->pts, 0);
+  ASSERT_TRUE(r.read(f));
+  r.request_stop();
+  EXPECT_FALSE(r.read(f));
+  EXPECT_FALSE(r.read(f));
+}
+
+TEST(IoReader, TruncatedMkvWarnsAndEnds) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.frames = 30;
+  spec.noise = true;
+  spec.audio = true;
+  spec.audio_codec = "pcm_s16le";
+  const std::string in = dir.file("trunc.mkv");
+  write_synthetic_clip(in, spec);
+  fs::resize_file(in, fs::file_size(in) * 6 / 10);
+  const auto t0 = std::chrono::steady_clock::now();
+  Decoded d;
+  EXPECT_NO_THROW(d = read_all(in));
+  EXPECT_GT(d.frames.size(), 0u);
+  EXPECT_LT(d.frames.size(), 30u);
+  EXPECT_GT(d.warnings, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+TEST(IoReader, TruncatedH264TsEnds) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.frames = 30;
+  spec.codec = "libx264";
+  spec.preset = "ultrafast";
+  spec.noise = true;
+  const std::string in = dir.file("trunc.ts");
+  write_synthetic_clip(in, spec);
+  fs::resize_file(in, fs::file_size(in) * 6 / 10);
+  Decoded d;
+  EXPECT_NO_THROW(d = read_all(in));
+  EXPECT_GT(d.frames.size(), 0u);
+  EXPECT_LT(d.frames.size(), 30u);
+}
+
+// ---------------------------------------------------------------------------
+// Errors: one line, naming the file or the name, with FFmpeg's reason.
+// ---------------------------------------------------------------------------
+
+TEST(IoErrors, MissingFile) {
+  TempDir dir;
+  const std::string p = dir.file("missing.mp4");
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(p); }), "cannot open input", p.c_str(),
+                           "No such file or directory");
+}
+
+TEST(IoErrors, EmptyFile) {
+  TempDir dir;
+  const std::string p = dir.file("empty.mp4");
+  std::ofstream(p).close();
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(p); }), "cannot open input", p.c_str(), "empty");
+}
+
+TEST(IoErrors, TextFile) {
+  TempDir dir;
+  const std::string p = dir.file("notes.mp4");
+  {
+    std::ofstream o(p);
+    for (int i = 0; i < 200; ++i) o << "This is a text file, not a video. Line " << i << ".\n";
+  }
+  const std::string m = error_of([&] { MediaReader r(p); });
+  EXPECT_ONE_LINE_CONTAINS(m, p.c_str());
+}
+
+// An mkv with one pcm_s16le audio stream, written packet by packet.
+void write_audio_only_mkv(const std::string& path) {
+  AVFormatContext* oc = nullptr;
+  AV_CHECK(avformat_alloc_output_context2(&oc, nullptr, nullptr, path.c_str()));
+  AVStream* st = avformat_new_stream(oc, nullptr);
+  st->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
+  st->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
+  st->codecpar->sample_rate = 48000;
+  av_channel_layout_default(&st->codecpar->ch_layout, 2);
+  st->codecpar->format = AV_SAMPLE_FMT_S16;
+  st->codecpar->bits_per_coded_sample = 16;
+  st->codecpar->block_align = 4;
+  st->time_base = AVRational{1, 48000};
+  AV_CHECK(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE));
+  AV_CHECK(avformat_write_header(oc, nullptr));
+  AVPacketPtr pkt = make_packet();
+  for (int i = 0; i < 10; ++i) {
+    AV_CHECK(av_new_packet(pkt.get(), 1024 * 4));
+    std::memset(pkt->data, i, pkt->size);
+    pkt->pts = pkt->dts = av_rescale_q(i * 1024, AVRational{1, 48000}, st->time_base);
+    pkt->duration = av_rescale_q(1024, AVRational{1, 48000}, st->time_base);
+    pkt->stream_index = 0;
+    AV_CHECK(av_interleaved_write_frame(oc, pkt.get()));
+  }
+  AV_CHECK(av_write_trailer(oc));
+  avio_closep(&oc->pb);
+  avformat_free_context(oc);
+}
+
+TEST(IoErrors, AudioOnlyFile) {
+  TempDir dir;
+  const std::string p = dir.file("audio_only.mkv");
+  write_audio_only_mkv(p);
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(p); }), "no video stream", p.c_str());
+}
+
+// A tiny ffv1 clip, its reader and first frame, for writer errors.
+struct WriterInput {
+  TempDir dir;
+  std::string in = dir.file("w.mkv");
+  std::unique_ptr<MediaReader> reader;
+  DecodedFrame first;
+  WriterInput() {
+    SyntheticClipSpec spec;
+    spec.frames = 2;
+    write_synthetic_clip(in, spec);
+    reader = std::make_unique<MediaReader>(in);
+    if (!reader->read(first)) throw std::runtime_error("no frame");
+  }
+};
+
+TEST(IoErrors, UnknownEncoder) {
+  WriterInput w;
+  EncoderOptions o;
+  o.codec = "foo";
+  const std::string out = w.dir.file("o.mkv");
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaWriter m(out, *w.reader, *w.first.frame, o); }),
+                           "unknown encoder 'foo'");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(IoErrors, UnwritablePath) {
+  WriterInput w;
+  EXPECT_ONE_LINE_CONTAINS(
+      error_of([&] { MediaWriter m("/nonexistent/dir/out.mkv", *w.reader, *w.first.frame, ffv1()); }),
+      "/nonexistent/dir/out.mkv", "No such file or directory");
+}
+
+TEST(IoErrors, UnknownEncoderOption) {
+  WriterInput w;
+  EncoderOptions o = ffv1();
+  o.options["definitely_not_an_option"] = "1";
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaWriter m(w.dir.file("o.mkv"), *w.reader, *w.first.frame, o); }),
+                           "definitely_not_an_option", "ffv1");
+  // A real option of the encoder is fine.
+  o.options.clear();
+  o.options["slicecrc"] = "1";
+  EXPECT_EQ(error_of([&] { MediaWriter m(w.dir.file("o2.mkv"), *w.reader, *w.first.frame, o); }), "");
+}
+
+TEST(IoErrors, UnknownOutputFormat) {
+  WriterInput w;
+  EXPECT_ONE_LINE_CONTAINS(
+      error_of([&] { MediaWriter m(w.dir.file("o.nosuchext"), *w.reader, *w.first.frame, ffv1()); }),
+      "o.nosuchext");
+}
+
+TEST(IoErrors, SyntheticClipRejectsPixelFormatOfEncoder) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.codec = "png";
+  spec.pix_fmt = AV_PIX_FMT_YUV420P;
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { write_synthetic_clip(dir.file("x.png"), spec); }), "png", "yuv420p");
+}
+
+TEST(IoWriter, DestructorWithoutFinishDoesNotThrow) {
+  WriterInput w;
+  const std::string out = w.dir.file("unfinished.mkv");
+  {
+    MediaWriter m(out, *w.reader, *w.first.frame, ffv1());
+    m.write_video(*w.first.frame);
+  }
+  EXPECT_TRUE(fs::exists(out));
+}
+
+// ---------------------------------------------------------------------------
+// FrameConverter
+// ---------------------------------------------------------------------------
+
+TEST(IoConvert, Yuv420To444AndBackKeepsSizePtsAndTags) {
+  const int w = 37, h = 21;
+  AVFramePtr src = make_frame();
+  src->format = AV_PIX_FMT_YUV420P;
+  src->width = w;
+  src->height = h;
+  ASSERT_GE(av_frame_get_buffer(src.get(), 0), 0);
+  for (int p = 0; p < 3; ++p) {
+    const int pw = p ? (w + 1) / 2 : w, ph = p ? (h + 1) / 2 : h;
+    for (int y = 0; y < ph; ++y)
+      for (int x = 0; x < pw; ++x) src->data[p][y * src->linesize[p] + x] = static_cast<uint8_t>(16 + (x * 7 + y * 3 + p * 50) % 200);
+  }
+  src->pts = 1234;
+  src->color_range = AVCOL_RANGE_MPEG;
+  src->colorspace = AVCOL_SPC_BT709;
+  src->color_primaries = AVCOL_PRI_BT709;
+  src->color_trc = AVCOL_TRC_BT709;
+
+  FrameConverter up(w, h, AV_PIX_FMT_YUV420P, AV_PIX_FMT_YUV444P);
+  FrameConverter down(w, h, AV_PIX_FMT_YUV444P, AV_PIX_FMT_YUV420P);
+  EXPECT_EQ(up.to(), AV_PIX_FMT_YUV444P);
+  AVFramePtr mid = make_frame(), back = make_frame();
+  up.convert(*src, *mid);
+  EXPECT_EQ(mid->format, AV_PIX_FMT_YUV444P);
+  EXPECT_EQ(mid->width, w);
+  EXPECT_EQ(mid->height, h);
+  EXPECT_EQ(mid->pts, 1234);
+  EXPECT_EQ(mid->colorspace, AVCOL_SPC_BT709);
+  down.convert(*mid, *back);
+  EXPECT_EQ(back->format, AV_PIX_FMT_YUV420P);
+  EXPECT_EQ(back->width, w);
+  EXPECT_EQ(back->height, h);
+  EXPECT_EQ(back->pts, 1234);
+  EXPECT_EQ(back->color_range, AVCOL_RANGE_MPEG);
+  // Luma is not resampled: it must come back unchanged.
+  for (int y = 0; y < h; ++y)
+    EXPECT_EQ(std::memcmp(src->data[0] + y * src->linesize[0], back->data[0] + y * back->linesize[0], w), 0)
+        << "row " << y;
+  // A second conversion into the now allocated frame works too.
+  up.convert(*src, *mid);
+  EXPECT_EQ(mid->pts, 1234);
+  // Wrong input format is refused.
+  EXPECT_THROW(up.convert(*mid, *back), std::runtime_error);
+}
