@@ -1,0 +1,188 @@
+// gblur and boxblur: the registry entries and the Filter classes. On
+// subsampled chroma planes sigma and radius shrink by the subsampling of each
+// axis (chroma_scale=1, the default) so the blur has the same size on the
+// picture as on luma; chroma_scale=0 uses the luma values on every plane.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "streamblur/kernels/cpu_blur.hpp"
+#include "streamblur/kernels/cuda_blur.hpp"
+#include "streamblur/kernels/params.hpp"
+#include "streamblur/pipeline/filter.hpp"
+
+namespace streamblur {
+namespace {
+
+template <class T>
+Plane<T> typed(const AnyPlane& p) {
+  return Plane<T>(static_cast<T*>(p.data), p.width, p.height, p.pitch, p.channels);
+}
+
+// Runs a separable CPU blur over row ranges with TBB; in place is safe
+// because the horizontal pass finishes before the vertical one starts.
+template <class T, class Tmp, class Op>
+void cpu_blur_plane(const Op& op, Plane<T> plane, std::vector<Tmp>& tmp, int vertical_grain) {
+  const int S = plane.samples_per_row(), H = plane.height;
+  tmp.resize(static_cast<size_t>(S) * H);
+  Plane<Tmp> t(tmp.data(), plane.width, H, static_cast<std::ptrdiff_t>(S) * sizeof(Tmp), plane.channels);
+  tbb::parallel_for(tbb::blocked_range<int>(0, H, 8), [&](const tbb::blocked_range<int>& r) {
+    op.template horizontal_rows<T>(Plane<const T>(plane), t, r.begin(), r.end());
+  });
+  tbb::parallel_for(tbb::blocked_range<int>(0, H, vertical_grain), [&](const tbb::blocked_range<int>& r) {
+    op.template vertical_rows<T>(Plane<const Tmp>(t), plane, r.begin(), r.end());
+  });
+}
+
+// Per-plane sizes of a blur, after chroma scaling.
+struct PlaneParams {
+  double sigma_x = 0, sigma_y = 0;
+  int radius_x = -1, radius_y = -1;
+};
+
+int scale_radius(int radius, int log2) { return radius < 0 ? -1 : static_cast<int>(std::lround(radius / double(1 << log2))); }
+
+class BlurFilterBase : public Filter {
+ public:
+  explicit BlurFilterBase(std::string name, unsigned planes, bool chroma_scale)
+      : name_(std::move(name)), planes_(planes), chroma_scale_(chroma_scale) {}
+
+  void configure(const FrameLayout& layout, Backend backend) override {
+    backend_ = backend;
+    touched_.fill(false);
+    for (int p = 0; p < layout.num_planes; ++p) {
+      const PlaneLayout& pl = layout.planes[p];
+      const unsigned hit = pl.components & planes_;
+      if (!hit) continue;
+      if (hit != pl.components && !(pl.components & kCompRGB))
+        throw std::invalid_argument(name_ + ": planes selects only part of " + pixel_format_name(layout.format) +
+                                    "'s interleaved plane " + std::to_string(p) + "; select both u and v");
+      touched_[p] = true;
+      const int lw = chroma_scale_ ? pl.log2_chroma_w : 0, lh = chroma_scale_ ? pl.log2_chroma_h : 0;
+      make_plane(p, lw, lh, pl, layout.bytes_per_sample);
+    }
+  }
+  bool touches(int plane) const override { return touched_[plane]; }
+
+ protected:
+  virtual void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) = 0;
+  std::string name_;
+  unsigned planes_;
+  bool chroma_scale_;
+  Backend backend_ = Backend::Cpu;
+  std::array<bool, 4> touched_{};
+};
+
+class GaussianFilter final : public BlurFilterBase {
+ public:
+  explicit GaussianFilter(const OptionValues& v)
+      : BlurFilterBase("gblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0),
+        sigma_(v.at("sigma")), sigma_v_(v.at("sigmaV") < 0 ? v.at("sigma") : v.at("sigmaV")),
+        radius_(static_cast<int>(v.at("radius"))) {
+    if (v.at("sigmaV") >= 0 && v.at("sigmaV") < kMinSigma)
+      throw std::invalid_argument("gblur: option 'sigmaV' must be -1 (same as sigma) or in [0.1, 100]");
+    gaussian_radius(sigma_, radius_);  // range checks now
+  }
+  std::string describe() const override {
+    std::ostringstream s;
+    s << "gblur(sigma=" << sigma_ << ",sigmaV=" << sigma_v_ << ",radius=" << radius_ << ")";
+    return s.str();
+  }
+  void apply(int p, const AnyPlane& d, cudaStream_t stream) override {
+    if (backend_ == Backend::Cuda) {
+      if (d.bytes_per_sample == 1) gpu_[p]->apply<uint8_t>(typed<const uint8_t>(d), typed<uint8_t>(d), stream);
+      else gpu_[p]->apply<uint16_t>(typed<const uint16_t>(d), typed<uint16_t>(d), stream);
+    } else {
+      if (d.bytes_per_sample == 1) cpu_blur_plane<uint8_t>(*cpu_[p], typed<uint8_t>(d), tmp_[p], 8);
+      else cpu_blur_plane<uint16_t>(*cpu_[p], typed<uint16_t>(d), tmp_[p], 8);
+    }
+  }
+
+ private:
+  void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int) override {
+    const double sx = std::max(kMinSigma, sigma_ / (1 << lw)), sy = std::max(kMinSigma, sigma_v_ / (1 << lh));
+    const int rx = scale_radius(radius_, lw), ry = scale_radius(radius_, lh);
+    if (backend_ == Backend::Cuda) {
+      gpu_[p] = std::make_unique<cuda::GaussianBlur>(sx, sy, rx, ry);
+      gpu_[p]->reserve(pl.width, pl.height, pl.channels);
+    } else {
+      cpu_[p] = std::make_unique<cpu::GaussianBlur>(sx, sy, rx, ry);
+    }
+  }
+  double sigma_, sigma_v_;
+  int radius_;
+  std::array<std::unique_ptr<cpu::GaussianBlur>, 4> cpu_;
+  std::array<std::unique_ptr<cuda::GaussianBlur>, 4> gpu_;
+  std::array<std::vector<float>, 4> tmp_;
+};
+
+class BoxFilter final : public BlurFilterBase {
+ public:
+  explicit BoxFilter(const OptionValues& v)
+      : BlurFilterBase("boxblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0),
+        radius_(static_cast<int>(v.at("radius"))) {
+    check_box_radius(radius_);
+  }
+  std::string describe() const override { return "boxblur(radius=" + std::to_string(radius_) + ")"; }
+  void apply(int p, const AnyPlane& d, cudaStream_t stream) override {
+    if (backend_ == Backend::Cuda) {
+      if (d.bytes_per_sample == 1) gpu_[p]->apply<uint8_t>(typed<const uint8_t>(d), typed<uint8_t>(d), stream);
+      else gpu_[p]->apply<uint16_t>(typed<const uint16_t>(d), typed<uint16_t>(d), stream);
+    } else {
+      // Each vertical range first sums 2r+1 rows: keep ranges long against that.
+      const int grain = std::max(32, 2 * cpu_[p]->radius_y() + 1);
+      if (d.bytes_per_sample == 1) cpu_blur_plane<uint8_t>(*cpu_[p], typed<uint8_t>(d), tmp_[p], grain);
+      else cpu_blur_plane<uint16_t>(*cpu_[p], typed<uint16_t>(d), tmp_[p], grain);
+    }
+  }
+
+ private:
+  void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int) override {
+    const int rx = scale_radius(radius_, lw), ry = scale_radius(radius_, lh);
+    if (backend_ == Backend::Cuda) {
+      gpu_[p] = std::make_unique<cuda::BoxBlur>(rx, ry);
+      gpu_[p]->reserve(pl.width, pl.height, pl.channels);
+    } else {
+      cpu_[p] = std::make_unique<cpu::BoxBlur>(rx, ry);
+    }
+  }
+  int radius_;
+  std::array<std::unique_ptr<cpu::BoxBlur>, 4> cpu_;
+  std::array<std::unique_ptr<cuda::BoxBlur>, 4> gpu_;
+  std::array<std::vector<uint32_t>, 4> tmp_;
+};
+
+OptionSpec planes_option() {
+  return {"planes", "planes to filter: all, letters of 'yuva' or 'rgb', or a plane mask 0..15", OptionType::Planes,
+          double(kCompY | kCompU | kCompV | kCompA | kCompRGB), 0, 0};
+}
+OptionSpec chroma_scale_option() {
+  return {"chroma_scale", "scale sigma/radius by the chroma subsampling so the blur has the same size on the picture",
+          OptionType::Bool, 1, 0, 1};
+}
+
+}  // namespace
+
+std::vector<FilterInfo> make_blur_filters() {
+  std::vector<FilterInfo> r;
+  r.push_back({"gblur", "Gaussian blur, w(i) = exp(-i^2/(2 sigma^2)), borders clamped to the edge",
+               {{"sigma", "standard deviation in pixels", OptionType::Double, 0.5, kMinSigma, kMaxSigma},
+                {"radius", "kernel radius in pixels; -1 = ceil(3 sigma)", OptionType::Int, -1, -1, kMaxGaussRadius},
+                {"sigmaV", "vertical sigma; -1 = same as sigma", OptionType::Double, -1, -1, kMaxSigma},
+                planes_option(),
+                chroma_scale_option()},
+               [](const OptionValues& v) { return std::make_unique<GaussianFilter>(v); }});
+  r.push_back({"boxblur", "mean over a (2r+1)x(2r+1) window, exact integer sums rounded half up, borders clamped",
+               {{"radius", "window radius in pixels; 0 = identity", OptionType::Int, 2, 0, kMaxBoxRadius},
+                planes_option(),
+                chroma_scale_option()},
+               [](const OptionValues& v) { return std::make_unique<BoxFilter>(v); }});
+  return r;
+}
+
+}  // namespace streamblur

@@ -1,0 +1,194 @@
+// Filter registry, option parsing and the chain.
+#include "streamblur/pipeline/filter.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+namespace streamblur {
+
+const char* backend_name(Backend b) { return b == Backend::Cuda ? "cuda" : "cpu"; }
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
+
+std::string format_number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// "all", "y", "uv", "yuva", "rgb", or an FFmpeg-style plane-index mask ("0x1", "15").
+unsigned parse_planes(const std::string& filter, const std::string& text) {
+  if (text == "all") return kCompY | kCompU | kCompV | kCompA | kCompRGB;
+  unsigned mask = 0;
+  bool letters = !text.empty();
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (text.compare(i, 3, "rgb") == 0) { mask |= kCompRGB; i += 2; continue; }
+    if (c == 'y') mask |= kCompY;
+    else if (c == 'u') mask |= kCompU;
+    else if (c == 'v') mask |= kCompV;
+    else if (c == 'a') mask |= kCompA;
+    else { letters = false; break; }
+  }
+  if (letters) return mask;
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 0);
+  if (end == text.c_str() || *end != '\0' || v < 0 || v > 15)
+    fail(filter + ": bad planes value '" + text + "' (expected all, a subset of 'yuva', 'rgb', or a mask 0..15)");
+  // plane-index mask as in FFmpeg: bit 0 = Y (or RGB), 1 = U, 2 = V, 3 = A
+  mask = 0;
+  if (v & 1) mask |= kCompY | kCompRGB;
+  if (v & 2) mask |= kCompU;
+  if (v & 4) mask |= kCompV;
+  if (v & 8) mask |= kCompA;
+  return mask;
+}
+
+double parse_value(const std::string& filter, const OptionSpec& o, const std::string& text) {
+  if (o.type == OptionType::Planes) return parse_planes(filter, text);
+  double v = 0;
+  if (o.type == OptionType::Bool && (text == "true" || text == "false")) {
+    v = text == "true";
+  } else {
+    char* end = nullptr;
+    v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end == text.c_str() || *end != '\0' || !std::isfinite(v))
+      fail(filter + ": option '" + o.name + "' needs a number, got '" + text + "'");
+  }
+  if ((o.type == OptionType::Int || o.type == OptionType::Bool) && v != std::floor(v))
+    fail(filter + ": option '" + o.name + "' needs a whole number, got '" + text + "'");
+  if (v < o.min || v > o.max)
+    fail(filter + ": option '" + o.name + "' value " + text + " is out of range [" + format_number(o.min) + ", " +
+         format_number(o.max) + "]");
+  return v;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) { out.push_back(cur); cur.clear(); }
+    else cur += c;
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\n");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\n") - a + 1);
+}
+
+const char* type_name(OptionType t) {
+  switch (t) {
+    case OptionType::Double: return "float";
+    case OptionType::Int: return "int";
+    case OptionType::Bool: return "bool";
+    case OptionType::Planes: return "planes";
+  }
+  return "";
+}
+
+}  // namespace
+
+// Defined in blur_filters.cpp.
+std::vector<FilterInfo> make_blur_filters();
+
+const std::vector<FilterInfo>& filter_registry() {
+  static const std::vector<FilterInfo> registry = make_blur_filters();
+  return registry;
+}
+
+const FilterInfo* find_filter(const std::string& name) {
+  for (const FilterInfo& f : filter_registry())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string filter_list() {
+  std::ostringstream s;
+  for (const FilterInfo& f : filter_registry()) s << "  " << f.name << "  " << f.help << "\n";
+  return s.str();
+}
+
+std::string filter_help(const std::string& name) {
+  const FilterInfo* f = find_filter(name);
+  if (!f) fail("unknown filter '" + name + "' (see --list-filters)");
+  std::ostringstream s;
+  s << f->name << ": " << f->help << "\nOptions (name=value, separated by ':'; positional values in this order):\n";
+  for (const OptionSpec& o : f->options) {
+    s << "  " << o.name << " <" << type_name(o.type) << ">  " << o.help;
+    if (o.type == OptionType::Planes) s << " (default all)\n";
+    else s << " (default " << format_number(o.default_value) << ", range " << format_number(o.min) << " to " << format_number(o.max) << ")\n";
+  }
+  return s.str();
+}
+
+std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec) {
+  std::vector<FilterInstanceSpec> chain;
+  if (trim(spec).empty()) return chain;
+  for (const std::string& raw : split(spec, ',')) {
+    const std::string item = trim(raw);
+    if (item.empty()) fail("empty filter in chain '" + spec + "'");
+    const size_t eq = item.find('=');
+    const std::string name = trim(item.substr(0, eq));
+    const FilterInfo* info = find_filter(name);
+    if (!info) fail("unknown filter '" + name + "' (see --list-filters)");
+    FilterInstanceSpec inst{info, {}};
+    for (const OptionSpec& o : info->options) inst.values[o.name] = o.default_value;
+    if (eq != std::string::npos) {
+      size_t position = 0;
+      bool named_seen = false;
+      for (const std::string& kv_raw : split(item.substr(eq + 1), ':')) {
+        const std::string kv = trim(kv_raw);
+        const size_t e = kv.find('=');
+        const OptionSpec* opt = nullptr;
+        std::string value;
+        if (e == std::string::npos) {  // positional
+          if (named_seen) fail(name + ": positional value '" + kv + "' after a named option");
+          if (position >= info->options.size()) fail(name + ": too many values ('" + kv + "')");
+          opt = &info->options[position++];
+          value = kv;
+        } else {
+          named_seen = true;
+          const std::string key = trim(kv.substr(0, e));
+          value = trim(kv.substr(e + 1));
+          for (const OptionSpec& o : info->options)
+            if (o.name == key) opt = &o;
+          if (!opt) fail(name + ": unknown option '" + key + "' (see --help-filter " + name + ")");
+        }
+        inst.values[opt->name] = parse_value(name, *opt, value);
+      }
+    }
+    inst.info->create(inst.values);  // validates option combinations now, not at the first frame
+    chain.push_back(std::move(inst));
+  }
+  return chain;
+}
+
+FilterChain::FilterChain(const std::vector<FilterInstanceSpec>& specs) {
+  for (const FilterInstanceSpec& s : specs) filters_.push_back(s.info->create(s.values));
+}
+
+void FilterChain::configure(const FrameLayout& layout, Backend backend) {
+  for (auto& f : filters_) f->configure(layout, backend);
+}
+
+void FilterChain::apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream) {
+  for (auto& f : filters_)
+    for (int p = 0; p < num_planes; ++p)
+      if (f->touches(p)) f->apply(p, planes[p], stream);
+}
+
+std::string FilterChain::describe() const {
+  std::string s;
+  for (const auto& f : filters_) s += (s.empty() ? "" : ",") + f->describe();
+  return s;
+}
+
+}  // namespace streamblur
