@@ -13,6 +13,7 @@ extern "C" {
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "streamblur/io/av_error.hpp"
@@ -63,6 +64,11 @@ struct Scene {
   int disc_cx = 0, disc_cy = 0, disc_r2 = 1;
   uint32_t noise_seed = 0;
   bool noise = false;
+  // Per-column gradient terms (full-resolution X), so rows need no division.
+  std::vector<int> luma_x, chroma_x;
+  // This frame's grain values (-8..7), drawn from a cheap LCG once per frame.
+  // At least twice the widest row, so a row's window fits anywhere in the first half.
+  std::vector<int> grain;
 
   Scene(int width, int height, int frame, unsigned seed, bool with_noise) : w(width), h(height), t(frame) {
     box_s = std::max(1, std::min(w, h) / 4);
@@ -76,11 +82,25 @@ struct Scene {
     disc_cy = h / 2 + static_cast<int>(std::lround(0.3 * h * std::sin(a)));
     noise_seed = (seed * 2654435761u) ^ (static_cast<uint32_t>(t) * 2246822519u) ^ 0x9e3779b9u;
     noise = with_noise;
+    if (noise) {
+      grain.resize(std::max<size_t>(size_t{1} << 16, 2 * static_cast<size_t>(w)));
+      uint32_t g = noise_seed;
+      for (int& v : grain) {
+        g = g * 1664525u + 1013904223u;
+        v = static_cast<int>(g >> 28) - 8;
+      }
+    }
+    luma_x.resize(static_cast<size_t>(w));
+    chroma_x.resize(static_cast<size_t>(w));
+    for (int X = 0; X < w; ++X) {
+      luma_x[X] = static_cast<int>((static_cast<int64_t>(X) * 256) / w);
+      chroma_x[X] = static_cast<int>((static_cast<int64_t>(X) * 128) / w);
+    }
   }
 
   // Fills row[x] (0..255) for x < cw of component row y (component
   // coordinates; sx/sy: log2 subsampling of this component).
-  void row(Pattern p, int y, int cw, int sx, int sy, uint32_t& lcg, int* out) const {
+  void row(Pattern p, int c, int y, int cw, int sx, int sy, int* out) const {
     const int Y = y << sy;
     const bool in_box_rows = Y >= box_y && Y < box_y + box_s;
     const int dy = Y - disc_cy;
@@ -93,7 +113,7 @@ struct Scene {
         const int gy = static_cast<int>((static_cast<int64_t>(Y) * 96) / std::max(1, h)) + t * 3;
         for (int x = 0; x < cw; ++x) {
           const int X = x << sx;
-          const int g = (static_cast<int>((static_cast<int64_t>(X) * 256) / std::max(1, w)) + gy) & 255;
+          const int g = (luma_x[X] + gy) & 255;
           int v = g < 128 ? 2 * g : 2 * (255 - g) + 1;  // triangle wave: smooth gradient
           if (in_box_rows && X >= box_x && X < box_x + box_s) v = 235 - v / 4;
           const int dx = X - disc_cx;
@@ -108,7 +128,7 @@ struct Scene {
         const int gy = static_cast<int>((static_cast<int64_t>(Y) * 128) / std::max(1, h));
         for (int x = 0; x < cw; ++x) {
           const int X = x << sx;
-          const int gx = static_cast<int>((static_cast<int64_t>(X) * 128) / std::max(1, w));
+          const int gx = chroma_x[X];
           int v = u ? 64 + ((gx + t * 2) & 127) : 64 + ((gy + t) & 127);
           if (in_box_rows && X >= box_x && X < box_x + box_s) v = u ? 200 : 90;
           const int dx = X - disc_cx;
@@ -119,12 +139,20 @@ struct Scene {
       }
     }
     if (noise) {
-      // Film-like grain from a cheap LCG, different every frame.
-      const int amp_shift = p == Pattern::Luma ? 28 : 29;  // +-8 luma, +-4 chroma
-      const int bias = p == Pattern::Luma ? 8 : 4;
+      // Film-like grain: a window of this frame's noise table at a random
+      // offset per row (rows must not repeat each other), luma +-8, chroma +-4.
+      // Row offsets come from a hash of (component, row), so rows can be
+      // filled in any order and on any thread with the same result.
+      uint32_t h = noise_seed ^ (static_cast<uint32_t>(c) * 0x9e3779b9u) ^ (static_cast<uint32_t>(y) * 0x85ebca6bu);
+      h ^= h >> 16;
+      h *= 0x7feb352du;
+      h ^= h >> 15;
+      h *= 0x846ca68bu;
+      h ^= h >> 16;
+      const int* n = grain.data() + h % (grain.size() / 2);
+      const int scale = p == Pattern::Luma ? 0 : 1;
       for (int x = 0; x < cw; ++x) {
-        lcg = lcg * 1664525u + 1013904223u;
-        const int v = out[x] + static_cast<int>(lcg >> amp_shift) - bias;
+        const int v = out[x] + (n[x] >> scale);
         out[x] = v < 0 ? 0 : (v > 255 ? 255 : v);
       }
     }
@@ -149,65 +177,93 @@ void check_fillable(AVPixelFormat f) {
   }
 }
 
-void fill_picture(AVFrame& frame, const Scene& scene, bool full_range) {
-  const auto fmt = static_cast<AVPixelFormat>(frame.format);
-  const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(fmt);
+// Fills rows [y0, y1) of component c.
+void fill_rows(AVFrame& frame, const AVPixFmtDescriptor* d, const Scene& scene, bool full_range, int c, int y0,
+               int y1, std::vector<int>& row) {
   const bool rgb = d->flags & AV_PIX_FMT_FLAG_RGB;
-  const bool has_alpha = d->flags & AV_PIX_FMT_FLAG_ALPHA;
   const bool big_endian = d->flags & AV_PIX_FMT_FLAG_BE;
-  std::vector<int> row(static_cast<size_t>(frame.width));
-  uint32_t lcg = scene.noise_seed;
-
-  for (int c = 0; c < d->nb_components; ++c) {
-    const AVComponentDescriptor& comp = d->comp[c];
-    const bool alpha = has_alpha && c == d->nb_components - 1;
-    const bool chroma = !rgb && !alpha && (c == 1 || c == 2);
-    Pattern p = Pattern::Luma;
-    if (alpha)
-      p = Pattern::Alpha;
-    else if (c == 1)
-      p = Pattern::ChromaU;
-    else if (c == 2)
-      p = Pattern::ChromaV;
-    const int sx = chroma ? d->log2_chroma_w : 0;
-    const int sy = chroma ? d->log2_chroma_h : 0;
-    const int cw = AV_CEIL_RSHIFT(frame.width, sx);
-    const int ch = AV_CEIL_RSHIFT(frame.height, sy);
-    const int depth = comp.depth;
-    // Level mapping (in 8-bit units, then scaled to the depth): limited range
-    // for YUV unless full range was asked for.
-    int lo = 0, span = 255;
-    if (!rgb && !alpha && !full_range) {
-      lo = 16;
-      span = chroma ? 224 : 219;
-    }
-    const int up = depth - 8;
-    const int shift = comp.shift;
-    const int step = comp.step;
-    for (int y = 0; y < ch; ++y) {
-      scene.row(p, y, cw, sx, sy, lcg, row.data());
-      uint8_t* dst = frame.data[comp.plane] + static_cast<ptrdiff_t>(y) * frame.linesize[comp.plane] + comp.offset;
-      if (depth <= 8) {
-        for (int x = 0; x < cw; ++x) {
-          dst[static_cast<ptrdiff_t>(x) * step] = static_cast<uint8_t>(lo + (row[x] * span + 127) / 255);
-        }
+  const AVComponentDescriptor& comp = d->comp[c];
+  const bool alpha = (d->flags & AV_PIX_FMT_FLAG_ALPHA) && c == d->nb_components - 1;
+  const bool chroma = !rgb && !alpha && (c == 1 || c == 2);
+  Pattern p = Pattern::Luma;
+  if (alpha)
+    p = Pattern::Alpha;
+  else if (c == 1)
+    p = Pattern::ChromaU;
+  else if (c == 2)
+    p = Pattern::ChromaV;
+  const int sx = chroma ? d->log2_chroma_w : 0;
+  const int sy = chroma ? d->log2_chroma_h : 0;
+  const int cw = AV_CEIL_RSHIFT(frame.width, sx);
+  const int depth = comp.depth;
+  // Level mapping (in 8-bit units, then scaled to the depth): limited range
+  // for YUV unless full range was asked for.
+  int lo = 0, span = 255;
+  if (!rgb && !alpha && !full_range) {
+    lo = 16;
+    span = chroma ? 224 : 219;
+  }
+  const int up = depth - 8;
+  const int shift = comp.shift;
+  const int step = comp.step;
+  row.resize(static_cast<size_t>(cw));
+  for (int y = y0; y < y1; ++y) {
+    scene.row(p, c, y, cw, sx, sy, row.data());
+    uint8_t* dst = frame.data[comp.plane] + static_cast<ptrdiff_t>(y) * frame.linesize[comp.plane] + comp.offset;
+    if (depth <= 8) {
+      if (step == 1) {
+        for (int x = 0; x < cw; ++x) dst[x] = static_cast<uint8_t>(lo + (row[x] * span + 127) / 255);
       } else {
-        const int max = (1 << depth) - 1;
-        for (int x = 0; x < cw; ++x) {
-          int v = alpha ? max : ((lo << up) + ((row[x] * span) << up) / 255);
-          const auto s = static_cast<uint16_t>(v << shift);
-          uint8_t* o = dst + static_cast<ptrdiff_t>(x) * step;
-          if (big_endian) {
-            o[0] = static_cast<uint8_t>(s >> 8);
-            o[1] = static_cast<uint8_t>(s & 0xff);
-          } else {
-            o[0] = static_cast<uint8_t>(s & 0xff);
-            o[1] = static_cast<uint8_t>(s >> 8);
-          }
+        for (int x = 0; x < cw; ++x)
+          dst[static_cast<ptrdiff_t>(x) * step] = static_cast<uint8_t>(lo + (row[x] * span + 127) / 255);
+      }
+    } else {
+      const int max = (1 << depth) - 1;
+      for (int x = 0; x < cw; ++x) {
+        int v = alpha ? max : ((lo << up) + ((row[x] * span) << up) / 255);
+        const auto s = static_cast<uint16_t>(v << shift);
+        uint8_t* o = dst + static_cast<ptrdiff_t>(x) * step;
+        if (big_endian) {
+          o[0] = static_cast<uint8_t>(s >> 8);
+          o[1] = static_cast<uint8_t>(s & 0xff);
+        } else {
+          o[0] = static_cast<uint8_t>(s & 0xff);
+          o[1] = static_cast<uint8_t>(s >> 8);
         }
       }
     }
   }
+}
+
+// Fills every component; large pictures are split into row bands on a few
+// threads (4K clips for the benchmark would otherwise be bound by this).
+void fill_picture(AVFrame& frame, const Scene& scene, bool full_range) {
+  const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(static_cast<AVPixelFormat>(frame.format));
+  const bool rgb = d->flags & AV_PIX_FMT_FLAG_RGB;
+  auto rows_of = [&](int c) {
+    const bool alpha = (d->flags & AV_PIX_FMT_FLAG_ALPHA) && c == d->nb_components - 1;
+    const bool chroma = !rgb && !alpha && (c == 1 || c == 2);
+    return AV_CEIL_RSHIFT(frame.height, chroma ? d->log2_chroma_h : 0);
+  };
+  const int64_t samples = static_cast<int64_t>(frame.width) * frame.height;
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const int bands = static_cast<int>(std::clamp<int64_t>(samples / (256 * 1024), 1, std::min(8u, hw)));
+  auto fill_band = [&](int band) {
+    std::vector<int> row;
+    for (int c = 0; c < d->nb_components; ++c) {
+      const int h = rows_of(c);
+      fill_rows(frame, d, scene, full_range, c, h * band / bands, h * (band + 1) / bands, row);
+    }
+  };
+  if (bands == 1) {
+    fill_band(0);
+    return;
+  }
+  std::vector<std::thread> workers;
+  workers.reserve(static_cast<size_t>(bands - 1));
+  for (int b = 1; b < bands; ++b) workers.emplace_back(fill_band, b);
+  fill_band(0);
+  for (auto& t : workers) t.join();
 }
 
 // ---------------------------------------------------------------------------
