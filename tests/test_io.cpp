@@ -350,7 +350,27 @@ TEST(IoStill, PngInPngOut) {
   ASSERT_EQ(b.frames.size(), 1u);
   EXPECT_EQ(a.info.width, 40);
   EXPECT_EQ(a.info.height, 30);
+  EXPECT_LE(a.info.frame_count_estimate, 1);  // png_pipe declares no count: 0 = unknown
   EXPECT_TRUE(same_pixels(*a.frames[0], *b.frames[0]));
+}
+
+// A clip with audio written to a single image: the image file holds the last
+// picture and nothing else (audio packets must not land in it).
+TEST(IoStill, ClipWithAudioToPng) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.frames = 3;
+  spec.audio = true;
+  spec.audio_codec = "pcm_s16le";
+  const std::string in = dir.file("a.mkv"), out = dir.file("last.png");
+  write_synthetic_clip(in, spec);
+  EncoderOptions o;
+  o.codec = "png";
+  EXPECT_EQ(transcode(in, out, o), 3);
+  const Decoded b = read_all(out);
+  ASSERT_EQ(b.frames.size(), 1u);
+  EXPECT_EQ(b.info.width, 64);
+  EXPECT_EQ(b.nb_streams, 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -502,8 +522,12 @@ TEST(IoErrors, TextFile) {
     std::ofstream o(p);
     for (int i = 0; i < 200; ++i) o << "This is a text file, not a video. Line " << i << ".\n";
   }
-  const std::string m = error_of([&] { MediaReader r(p); });
-  EXPECT_ONE_LINE_CONTAINS(m, p.c_str());
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(p); }), "cannot open input", p.c_str(),
+                           "Invalid data found when processing input");
+  // FFmpeg would show a .txt file as video of rendered text (tty demuxer).
+  const std::string txt = dir.file("notes.txt");
+  fs::copy_file(p, txt);
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(txt); }), "cannot open input", txt.c_str(), "text");
 }
 
 // An mkv with one pcm_s16le audio stream, written packet by packet.

@@ -79,7 +79,8 @@ void FrameConverter::convert(const AVFrame& src, AVFrame& dst) {
   }
 
   const int rows = sws_scale(sws_, src.data, src.linesize, 0, height_, dst.data, dst.linesize);
-  if (rows <= 0) AV_CHECK_CTX(rows < 0 ? rows : AVERROR_EXTERNAL, "FrameConverter: sws_scale");
+  if (rows <= 0)
+    throw_av_error(rows < 0 ? rows : AVERROR_EXTERNAL, "sws_scale", __FILE__, __LINE__, "FrameConverter");
   AV_CHECK_CTX(av_frame_copy_props(&dst, &src), "FrameConverter: cannot copy frame properties");
   // Tags must describe the new pixels when the colour model changed.
   if (dst_rgb && !src_rgb) {

@@ -8,6 +8,7 @@ extern "C" {
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -75,6 +76,10 @@ void MediaReader::Impl::open() {
     throw_av_error(rc, "avformat_open_input", __FILE__, __LINE__, ctx);
   }
   fmt.reset(raw);
+  // FFmpeg's tty demuxer turns any .txt/.nfo file into "video" of rendered
+  // ANSI text; for a blur tool that is a user mistake, not an input.
+  if (std::strcmp(fmt->iformat->name, "tty") == 0)
+    throw AVError("cannot open input " + in_quotes(path) + ": a text file, not video", AVERROR_INVALIDDATA);
 
   AV_CHECK_CTX(avformat_find_stream_info(fmt.get(), nullptr), "cannot read stream information of " + in_quotes(path));
 
@@ -89,7 +94,7 @@ void MediaReader::Impl::open() {
                       av_error_string(rc) + ")",
                   rc);
   }
-  AV_CHECK_CTX(rc, "cannot select the video stream of " + in_quotes(path));
+  if (rc < 0) throw_av_error(rc, "av_find_best_stream", __FILE__, __LINE__, "cannot select the video stream of " + in_quotes(path));
   video_index = rc;
   AVStream* st = fmt->streams[video_index];
 

@@ -326,7 +326,9 @@ void open_encoder(AVCodecContext* ctx, const AVCodec* codec, AVDictionary* opts_
   AVDictionary* raw = opts.release();
   const int rc = avcodec_open2(ctx, codec, &raw);
   opts.reset(raw);
-  AV_CHECK_CTX(rc, "synthetic clip " + in_quotes(path) + ": cannot open encoder " + in_quotes(codec->name));
+  if (rc < 0)
+    throw_av_error(rc, "avcodec_open2", __FILE__, __LINE__,
+                   "synthetic clip " + in_quotes(path) + ": cannot open encoder " + in_quotes(codec->name));
   if (const AVDictionaryEntry* e = av_dict_get(opts.get(), "", nullptr, AV_DICT_IGNORE_SUFFIX))
     throw AVError("synthetic clip " + in_quotes(path) + ": encoder " + in_quotes(codec->name) + " has no option " +
                       in_quotes(e->key),
@@ -342,12 +344,12 @@ void drain(EncodedStream& s, AVFormatContext* oc, AVPacket* pkt, const std::stri
   for (;;) {
     const int rc = avcodec_receive_packet(s.enc.get(), pkt);
     if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return;
-    AV_CHECK_CTX(rc, "synthetic clip " + in_quotes(path) + ": encoding");
+    if (rc < 0) throw_av_error(rc, "avcodec_receive_packet", __FILE__, __LINE__, "synthetic clip " + in_quotes(path));
     pkt->stream_index = s.st->index;
     av_packet_rescale_ts(pkt, s.enc->time_base, s.st->time_base);
     const int wrc = av_interleaved_write_frame(oc, pkt);
     av_packet_unref(pkt);
-    AV_CHECK_CTX(wrc, "synthetic clip " + in_quotes(path) + ": writing a packet");
+    if (wrc < 0) throw_av_error(wrc, "av_interleaved_write_frame", __FILE__, __LINE__, "synthetic clip " + in_quotes(path));
   }
 }
 
@@ -358,7 +360,7 @@ void encode(EncodedStream& s, const AVFrame* frame, AVFormatContext* oc, AVPacke
       drain(s, oc, pkt, path);
       continue;
     }
-    AV_CHECK_CTX(rc, "synthetic clip " + in_quotes(path) + ": encoding");
+    if (rc < 0) throw_av_error(rc, "avcodec_send_frame", __FILE__, __LINE__, "synthetic clip " + in_quotes(path));
     break;
   }
   drain(s, oc, pkt, path);

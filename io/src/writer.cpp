@@ -204,15 +204,23 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
       }
     }
   }
-  if (rc < 0)
+  if (rc < 0) {
+    // Name what was asked for: a bad preset or option value fails here.
+    std::string asked;
+    if (!options.preset.empty()) asked += "preset " + in_quotes(options.preset);
+    if (options.crf >= 0) asked += std::string(asked.empty() ? "" : ", ") + "crf " + std::to_string(options.crf);
+    for (const auto& [k, v] : options.options) asked += std::string(asked.empty() ? "" : ", ") + k + "=" + v;
     throw_av_error(rc, "avcodec_open2", __FILE__, __LINE__,
-                   "cannot open encoder " + in_quotes(codec->name) + " for " + std::to_string(first.width) + "x" +
-                       std::to_string(first.height) + " " + pix_fmt_name(enc->pix_fmt));
+                   "cannot open encoder " + in_quotes(codec->name) + (asked.empty() ? "" : " (" + asked + ")") +
+                       " for " + std::to_string(first.width) + "x" + std::to_string(first.height) + " " +
+                       pix_fmt_name(enc->pix_fmt));
+  }
   if (!leftover.empty())
     throw AVError("encoder " + in_quotes(codec->name) + " has no option " + in_quotes(leftover), AVERROR_OPTION_NOT_FOUND);
   enc_tb = enc->time_base;
 
   // --- streams, in input order ------------------------------------------
+  const bool image_muxer = std::strcmp(ofmt->name, "image2") == 0 || std::strcmp(ofmt->name, "image2pipe") == 0;
   stream_map.assign(in->nb_streams, -1);
   input_tbs.resize(in->nb_streams);
   for (unsigned i = 0; i < in->nb_streams; ++i) {
@@ -239,7 +247,18 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
       std::fprintf(stderr, "note: %s: input stream %u (%s) has no known codec; not copied\n", path.c_str(), i, kind);
       continue;
     }
-    if (avformat_query_codec(ofmt, par->codec_id, FF_COMPLIANCE_NORMAL) == 0) {
+    if (image_muxer) {
+      std::fprintf(stderr, "note: %s: an image file holds one picture; input stream %u (%s) not copied\n",
+                   path.c_str(), i, kind);
+      continue;
+    }
+    const int holds = avformat_query_codec(ofmt, par->codec_id, FF_COMPLIANCE_NORMAL);
+    // Muxers that cannot say (holds < 0) and have no default codec of that kind
+    // do not take such streams at all.
+    AVCodecID kind_default = AV_CODEC_ID_PROBE;
+    if (par->codec_type == AVMEDIA_TYPE_AUDIO) kind_default = ofmt->audio_codec;
+    if (par->codec_type == AVMEDIA_TYPE_SUBTITLE) kind_default = ofmt->subtitle_codec;
+    if (holds == 0 || (holds < 0 && kind_default == AV_CODEC_ID_NONE)) {
       std::fprintf(stderr, "note: %s: the %s container cannot hold input stream %u (%s %s); not copied\n",
                    path.c_str(), ofmt->name, i, kind, avcodec_get_name(par->codec_id));
       continue;
@@ -271,7 +290,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
   av_dict_set(&oc->metadata, "encoder", nullptr, 0);
 
   // One image file rewritten per frame: a single path such as out.png works.
-  if (std::strcmp(ofmt->name, "image2") == 0) av_opt_set_int(oc->priv_data, "update", 1, 0);
+  if (image_muxer) av_opt_set_int(oc->priv_data, "update", 1, 0);
 
   if (!(ofmt->flags & AVFMT_NOFILE))
     AV_CHECK_CTX(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE), "cannot open output " + in_quotes(path));
@@ -283,12 +302,12 @@ void MediaWriter::Impl::write_encoded_packets() {
   for (;;) {
     const int rc = avcodec_receive_packet(enc.get(), packet.get());
     if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return;
-    AV_CHECK_CTX(rc, "encoding video for " + in_quotes(path));
+    if (rc < 0) throw_av_error(rc, "avcodec_receive_packet", __FILE__, __LINE__, "encoding video for " + in_quotes(path));
     packet->stream_index = video_out_index;
     av_packet_rescale_ts(packet.get(), enc_tb, st->time_base);
     const int wrc = av_interleaved_write_frame(oc, packet.get());
     av_packet_unref(packet.get());
-    AV_CHECK_CTX(wrc, "cannot write a video packet to " + in_quotes(path));
+    if (wrc < 0) throw_av_error(wrc, "av_interleaved_write_frame", __FILE__, __LINE__, "cannot write to " + in_quotes(path));
   }
 }
 
@@ -301,7 +320,7 @@ void MediaWriter::Impl::send_frame(const AVFrame* frame) {
       continue;
     }
     if (frame == nullptr && rc == AVERROR_EOF) return;  // already flushed
-    AV_CHECK_CTX(rc, "encoding video for " + in_quotes(path));
+    if (rc < 0) throw_av_error(rc, "avcodec_send_frame", __FILE__, __LINE__, "encoding video for " + in_quotes(path));
     return;
   }
 }
@@ -368,7 +387,9 @@ void MediaWriter::write_passthrough(AVPacket& packet) {
   packet.pos = -1;
   const int rc = av_interleaved_write_frame(m.oc, &packet);  // takes the packet's reference
   av_packet_unref(&packet);
-  AV_CHECK_CTX(rc, "cannot write a packet of input stream " + std::to_string(in_index) + " to " + in_quotes(m.path));
+  if (rc < 0)
+    throw_av_error(rc, "av_interleaved_write_frame", __FILE__, __LINE__,
+                   "cannot write to " + in_quotes(m.path) + " (copying input stream " + std::to_string(in_index) + ")");
 }
 
 void MediaWriter::finish() {
