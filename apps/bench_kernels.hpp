@@ -1,0 +1,31 @@
+#pragma once
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace streamblur::bench {
+
+struct KernelBenchOptions {
+  std::vector<std::pair<int, int>> sizes{{1920, 1080}, {3840, 2160}};
+  std::vector<double> sigmas{1, 2, 5, 10};
+  std::vector<int> box_radii{1, 3, 8, 15};
+  int samples = 15;  // timed rotations per figure; the median is reported
+  std::function<void(const struct KernelResult&)> progress;
+};
+
+struct KernelResult {
+  int width = 0, height = 0;
+  std::string filter;   // gblur or boxblur
+  double param = 0;     // sigma or radius
+  int taps = 0;         // 2r+1
+  double ours_us = 0;   // median GPU time of one plane
+  double copy_us = 0;   // device-to-device copy of the same bytes
+  double npp_us = -1;   // NPP on the same buffers; -1 when NPP is not built in
+  int npp_max_diff = -1;
+};
+
+bool npp_available();
+std::vector<KernelResult> run_kernel_bench(const KernelBenchOptions& options);
+
+}  // namespace streamblur::bench
