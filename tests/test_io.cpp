@@ -9,6 +9,7 @@ extern "C" {
 #include <libavutil/pixdesc.h>
 }
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -633,6 +634,70 @@ TEST(IoWriter, DestructorWithoutFinishDoesNotThrow) {
     m.write_video(*w.first.frame);
   }
   EXPECT_TRUE(fs::exists(out));
+}
+
+// ---------------------------------------------------------------------------
+// Synthetic clips
+// ---------------------------------------------------------------------------
+
+// Big enough that the picture is filled on several threads.
+TEST(IoSynthetic, DeterministicSeededAndMoving) {
+  TempDir dir;
+  SyntheticClipSpec spec;
+  spec.width = 1280;
+  spec.height = 720;
+  spec.frames = 2;
+  spec.noise = true;
+  write_synthetic_clip(dir.file("a.mkv"), spec);
+  write_synthetic_clip(dir.file("b.mkv"), spec);
+  spec.seed = 2;
+  write_synthetic_clip(dir.file("c.mkv"), spec);
+  const Decoded a = read_all(dir.file("a.mkv")), b = read_all(dir.file("b.mkv")), c = read_all(dir.file("c.mkv"));
+  ASSERT_EQ(a.frames.size(), 2u);
+  ASSERT_EQ(b.frames.size(), 2u);
+  ASSERT_EQ(c.frames.size(), 2u);
+  EXPECT_TRUE(same_pixels(*a.frames[0], *b.frames[0]));
+  EXPECT_TRUE(same_pixels(*a.frames[1], *b.frames[1]));
+  EXPECT_FALSE(same_pixels(*a.frames[0], *a.frames[1]));
+  EXPECT_FALSE(same_pixels(*a.frames[0], *c.frames[0]));
+  // Limited range is respected.
+  const AVFrame& f = *a.frames[0];
+  int lo = 255, hi = 0;
+  for (int y = 0; y < f.height; ++y)
+    for (int x = 0; x < f.width; ++x) {
+      lo = std::min<int>(lo, f.data[0][y * f.linesize[0] + x]);
+      hi = std::max<int>(hi, f.data[0][y * f.linesize[0] + x]);
+    }
+  EXPECT_GE(lo, 16);
+  EXPECT_LE(hi, 235);
+  EXPECT_GT(hi - lo, 150);
+}
+
+TEST(IoSynthetic, PixelFormatsTheEncoderTakes) {
+  TempDir dir;
+  struct Case {
+    AVPixelFormat fmt;
+    const char* codec;
+    const char* file;
+  };
+  for (const Case& k : {Case{AV_PIX_FMT_YUVJ420P, "libx264", "j.mp4"}, Case{AV_PIX_FMT_NV12, "libx264", "nv12.mp4"},
+                        Case{AV_PIX_FMT_GRAY8, "ffv1", "g.mkv"}, Case{AV_PIX_FMT_YUV422P, "ffv1", "422.mkv"}}) {
+    SyntheticClipSpec spec;
+    spec.pix_fmt = k.fmt;
+    spec.codec = k.codec;
+    spec.preset = std::string(k.codec) == "libx264" ? "ultrafast" : "";
+    spec.frames = 3;
+    write_synthetic_clip(dir.file(k.file), spec);
+    const Decoded d = read_all(dir.file(k.file));
+    EXPECT_EQ(d.frames.size(), 3u) << k.file;
+    if (k.fmt == AV_PIX_FMT_YUVJ420P) {
+      ASSERT_FALSE(d.frames.empty());
+      EXPECT_EQ(d.frames[0]->color_range, AVCOL_RANGE_JPEG);
+    }
+  }
+  SyntheticClipSpec p010;
+  p010.pix_fmt = AV_PIX_FMT_P010LE;  // ffv1 does not take it: a clear error, no silent conversion
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { write_synthetic_clip(dir.file("p010.mkv"), p010); }), "p010le", "ffv1");
 }
 
 // ---------------------------------------------------------------------------

@@ -252,7 +252,18 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
                    path.c_str(), i, kind);
       continue;
     }
-    const int holds = avformat_query_codec(ofmt, par->codec_id, FF_COMPLIANCE_NORMAL);
+    if (par->codec_type == AVMEDIA_TYPE_ATTACHMENT) {
+      // Fonts and other attachments: only Matroska stores them (avformat_query_codec
+      // does not know them as codecs).
+      if (std::strcmp(ofmt->name, "matroska") != 0) {
+        std::fprintf(stderr, "note: %s: the %s container cannot hold attachments; input stream %u not copied\n",
+                     path.c_str(), ofmt->name, i);
+        continue;
+      }
+    }
+    const int holds = par->codec_type == AVMEDIA_TYPE_ATTACHMENT
+                          ? 1
+                          : avformat_query_codec(ofmt, par->codec_id, FF_COMPLIANCE_NORMAL);
     // Muxers that cannot say (holds < 0) and have no default codec of that kind
     // do not take such streams at all.
     AVCodecID kind_default = AV_CODEC_ID_PROBE;
