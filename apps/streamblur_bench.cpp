@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "bench_kernels.hpp"
+#include "streamblur/io/synthetic_clip.hpp"
 
 namespace {
 
@@ -38,12 +39,35 @@ int main(int argc, char** argv) {
   auto* kernels = app.add_subcommand("kernels", "GPU time per 8-bit plane against a device copy of the same bytes and NPP");
   kernels->add_option("--json", json_path, "write every figure to FILE");
   kernels->add_flag("--quick", quick, "one small size and fewer samples (a smoke test)");
+  auto* make_clip = app.add_subcommand("make-clip", "write a deterministic sample clip (moving content, film grain, AAC audio)");
+  std::string clip_path, clip_size = "1280x720", clip_codec = "libx264";
+  int clip_frames = 120;
+  bool clip_no_audio = false;
+  make_clip->add_option("path", clip_path, "output file (.mp4, .mkv, ...)")->required();
+  make_clip->add_option("--size", clip_size, "WIDTHxHEIGHT");
+  make_clip->add_option("--frames", clip_frames, "frame count (30 fps)")->check(CLI::Range(1, 100000));
+  make_clip->add_option("--codec", clip_codec, "video encoder");
+  make_clip->add_flag("--no-audio", clip_no_audio, "leave out the audio track");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   try {
+    if (*make_clip) {
+      streamblur::io::SyntheticClipSpec spec;
+      if (std::sscanf(clip_size.c_str(), "%dx%d", &spec.width, &spec.height) != 2 || spec.width < 2 || spec.height < 2)
+        throw std::invalid_argument("--size needs WIDTHxHEIGHT, got '" + clip_size + "'");
+      spec.frames = clip_frames;
+      spec.codec = clip_codec;
+      if (clip_codec == "libx264") spec.preset = "ultrafast";
+      spec.noise = true;
+      spec.audio = !clip_no_audio;
+      spec.title = "streamblur sample";
+      streamblur::io::write_synthetic_clip(clip_path, spec);
+      std::printf("wrote %s (%dx%d, %d frames%s)\n", clip_path.c_str(), spec.width, spec.height, spec.frames,
+                  spec.audio ? ", AAC audio" : "");
+    }
     if (*kernels) {
       streamblur::bench::KernelBenchOptions opt;
       if (quick) {

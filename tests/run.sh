@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite: build (Release), run every GoogleTest program through
+# ctest, then build the Python module and run its pytest suite. GPU tests skip
+# themselves where no CUDA device is present. Exits non-zero on any failure.
+#   tests/run.sh            # assumes the dependencies are installed
+#   tests/run.sh --install  # installs them first (apps/install-deps.sh)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+[ "${1:-}" = "--install" ] && bash apps/install-deps.sh
+export PATH="/usr/local/cuda/bin:$PATH"
+build="${STREAMBLUR_BUILD_DIR:-build}"
+jobs="$(nproc)"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_CUDA_ARCHITECTURES:+-DCMAKE_CUDA_ARCHITECTURES=$CMAKE_CUDA_ARCHITECTURES}
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" --output-on-failure -j "$jobs"
+if [ -f python/pyproject.toml ]; then
+  python3 -m pip install -q --disable-pip-version-check --no-build-isolation ./python
+  (cd python && MPLBACKEND=Agg python3 -m pytest -q tests)
+fi
+echo "tests/run.sh: all tests passed"
