@@ -1,0 +1,1097 @@
+// Tests of pipeline/: the filter registry and chain parser, and run_pipeline
+// end to end. Every clip is made at test time with write_synthetic_clip in a
+// temporary folder; expected pixels come from the plain CPU references in
+// kernels/ applied to the decoded input. Round trips run on every backend
+// present (cpu always, cuda when a device is there; the cuda cases skip
+// without one).
+#include <gtest/gtest.h>
+
+extern "C" {
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/log.h>
+#include <libavutil/pixdesc.h>
+}
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include "streamblur/io/convert.hpp"
+#include "streamblur/io/reader.hpp"
+#include "streamblur/io/synthetic_clip.hpp"
+#include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/kernels/reference.hpp"
+#include "streamblur/pipeline/filter.hpp"
+#include "streamblur/pipeline/frame_layout.hpp"
+#include "streamblur/pipeline/pipeline.hpp"
+
+namespace streamblur {
+// Backend names in failure messages instead of byte dumps (found by ADL).
+inline void PrintTo(Backend b, std::ostream* os) { *os << backend_name(b); }
+}  // namespace streamblur
+
+namespace fs = std::filesystem;
+using namespace streamblur;
+using io::SyntheticClipSpec;
+
+namespace {
+
+const bool quiet_ffmpeg_log = [] {
+  av_log_set_level(AV_LOG_ERROR);
+  return true;
+}();
+
+bool have_cuda() { return cuda::device_count() > 0; }
+
+#define SKIP_WITHOUT_CUDA() \
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device here; runs on the GPU machine"
+
+// A fresh folder per test, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("streamblur_pipeline_test_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(counter++) + "_" + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const fs::path& path() const { return path_; }
+  // Names of the files in the folder, sorted.
+  std::vector<std::string> listing() const {
+    std::vector<std::string> v;
+    for (const auto& e : fs::directory_iterator(path_)) v.push_back(e.path().filename().string());
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Everything a test compares of a file, read with io::MediaReader.
+struct Media {
+  io::VideoInfo info;
+  std::vector<io::AVFramePtr> frames;
+  std::vector<io::AVPacketPtr> packets;  // passthrough, demux order
+  std::vector<AVRational> stream_tbs;
+  std::string title;
+  int warnings = 0;
+};
+
+Media read_media(const std::string& path) {
+  Media m;
+  io::MediaReader r(path);
+  m.info = r.video();
+  const AVFormatContext* fc = r.format_context();
+  if (const AVDictionaryEntry* e = av_dict_get(fc->metadata, "title", nullptr, 0)) m.title = e->value;
+  for (unsigned i = 0; i < fc->nb_streams; ++i) m.stream_tbs.push_back(fc->streams[i]->time_base);
+  io::DecodedFrame f;
+  while (r.read(f)) {
+    m.frames.push_back(std::move(f.frame));
+    for (auto& p : f.passthrough) m.packets.push_back(std::move(p));
+  }
+  for (auto& p : r.take_remaining_passthrough()) m.packets.push_back(std::move(p));
+  m.warnings = r.warnings();
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+// Expected pixels: the references of kernels/, plane by plane.
+// ---------------------------------------------------------------------------
+
+// A plane's geometry, from FFmpeg's pixel format descriptor (independent of
+// the pipeline's own FrameLayout).
+struct PlaneGeom {
+  int width = 0, height = 0, channels = 0, bytes = 1, log2_w = 0, log2_h = 0;
+};
+
+std::vector<PlaneGeom> plane_geoms(const AVFrame& f) {
+  const auto fmt = static_cast<AVPixelFormat>(f.format);
+  const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(fmt);
+  const bool rgb = d->flags & AV_PIX_FMT_FLAG_RGB;
+  const bool alpha = d->flags & AV_PIX_FMT_FLAG_ALPHA;
+  std::vector<PlaneGeom> g(static_cast<size_t>(av_pix_fmt_count_planes(fmt)));
+  for (int c = 0; c < d->nb_components; ++c) {
+    PlaneGeom& p = g[static_cast<size_t>(d->comp[c].plane)];
+    const bool chroma = !rgb && !(alpha && c == d->nb_components - 1) && (c == 1 || c == 2);
+    p.channels += 1;
+    p.bytes = (d->comp[c].depth + 7) / 8;
+    p.log2_w = chroma ? d->log2_chroma_w : 0;
+    p.log2_h = chroma ? d->log2_chroma_h : 0;
+    p.width = AV_CEIL_RSHIFT(f.width, p.log2_w);
+    p.height = AV_CEIL_RSHIFT(f.height, p.log2_h);
+  }
+  return g;
+}
+
+// One filter of a chain, as the test means it (not as the parser reads it).
+struct BlurOp {
+  enum Kind { Gauss, Box } kind = Gauss;
+  double sigma = 0.5;
+  double sigma_v = -1;     // -1: same as sigma
+  int radius = -1;         // gblur: -1 = ceil(3 sigma); boxblur: the radius
+  unsigned plane_mask = 0xF;  // bit p: plane index p is filtered
+  bool chroma_scale = true;
+};
+
+BlurOp gauss(double sigma, int radius = -1, double sigma_v = -1) {
+  BlurOp o;
+  o.kind = BlurOp::Gauss;
+  o.sigma = sigma;
+  o.radius = radius;
+  o.sigma_v = sigma_v;
+  return o;
+}
+BlurOp box(int radius) {
+  BlurOp o;
+  o.kind = BlurOp::Box;
+  o.radius = radius;
+  return o;
+}
+BlurOp on_planes(BlurOp o, unsigned mask) {
+  o.plane_mask = mask;
+  return o;
+}
+BlurOp unscaled(BlurOp o) {
+  o.chroma_scale = false;
+  return o;
+}
+
+// The rule for subsampled planes: sigma / 2^s per axis (never below
+// 0.1) and an explicit radius lround(radius / 2^s).
+double scaled_sigma(double sigma, int log2) { return std::max(0.1, sigma / double(1 << log2)); }
+int scaled_radius(int radius, int log2) {
+  return radius < 0 ? -1 : static_cast<int>(std::lround(radius / double(1 << log2)));
+}
+
+template <class T>
+void reference_plane(const BlurOp& op, uint8_t* data, int linesize, const PlaneGeom& g) {
+  std::vector<uint8_t> copy(static_cast<size_t>(linesize) * g.height);
+  std::memcpy(copy.data(), data, copy.size());
+  Plane<const T> src(reinterpret_cast<const T*>(copy.data()), g.width, g.height, linesize, g.channels);
+  Plane<T> dst(reinterpret_cast<T*>(data), g.width, g.height, linesize, g.channels);
+  const int lw = op.chroma_scale ? g.log2_w : 0, lh = op.chroma_scale ? g.log2_h : 0;
+  if (op.kind == BlurOp::Gauss) {
+    const double sv = op.sigma_v < 0 ? op.sigma : op.sigma_v;
+    reference::gaussian_blur<T>(src, dst, scaled_sigma(op.sigma, lw), scaled_sigma(sv, lh),
+                                scaled_radius(op.radius, lw), scaled_radius(op.radius, lh));
+  } else {
+    reference::box_blur<T>(src, dst, scaled_radius(op.radius, lw), scaled_radius(op.radius, lh));
+  }
+}
+
+// A copy of `in` with the chain applied by the references.
+io::AVFramePtr reference_frame(const AVFrame& in, const std::vector<BlurOp>& ops) {
+  io::AVFramePtr f(av_frame_clone(&in));
+  if (!f || av_frame_make_writable(f.get()) < 0) throw std::runtime_error("cannot copy a frame");
+  const std::vector<PlaneGeom> geoms = plane_geoms(*f);
+  for (const BlurOp& op : ops)
+    for (size_t p = 0; p < geoms.size(); ++p) {
+      if (!(op.plane_mask & (1u << p))) continue;
+      if (geoms[p].bytes == 1) reference_plane<uint8_t>(op, f->data[p], f->linesize[p], geoms[p]);
+      else reference_plane<uint16_t>(op, f->data[p], f->linesize[p], geoms[p]);
+    }
+  return f;
+}
+
+// Every sample of every plane within `tolerance`; names the first mismatch.
+::testing::AssertionResult planes_near(const AVFrame& expected, const AVFrame& actual, int tolerance) {
+  if (expected.format != actual.format || expected.width != actual.width || expected.height != actual.height)
+    return ::testing::AssertionFailure()
+           << "format/size differ: expected " << expected.width << "x" << expected.height << " "
+           << av_get_pix_fmt_name(static_cast<AVPixelFormat>(expected.format)) << ", got " << actual.width << "x"
+           << actual.height << " " << av_get_pix_fmt_name(static_cast<AVPixelFormat>(actual.format));
+  const std::vector<PlaneGeom> geoms = plane_geoms(expected);
+  for (size_t p = 0; p < geoms.size(); ++p) {
+    const PlaneGeom& g = geoms[p];
+    // Packed formats with padding (bgr0) compare every byte of the row.
+    const int row_samples = av_image_get_linesize(static_cast<AVPixelFormat>(expected.format), expected.width,
+                                                  static_cast<int>(p)) / g.bytes;
+    int worst = 0, count = 0, wx = 0, wy = 0, we = 0, wa = 0;
+    for (int y = 0; y < g.height; ++y) {
+      const uint8_t* e = expected.data[p] + static_cast<ptrdiff_t>(y) * expected.linesize[p];
+      const uint8_t* a = actual.data[p] + static_cast<ptrdiff_t>(y) * actual.linesize[p];
+      for (int x = 0; x < row_samples; ++x) {
+        int ev, av;
+        if (g.bytes == 1) {
+          ev = e[x];
+          av = a[x];
+        } else {
+          uint16_t e16, a16;
+          std::memcpy(&e16, e + 2 * x, 2);
+          std::memcpy(&a16, a + 2 * x, 2);
+          ev = e16;
+          av = a16;
+        }
+        const int diff = std::abs(ev - av);
+        if (diff > tolerance) ++count;
+        if (diff > worst) { worst = diff; wx = x; wy = y; we = ev; wa = av; }
+      }
+    }
+    if (worst > tolerance)
+      return ::testing::AssertionFailure() << "plane " << p << " (" << g.width << "x" << g.height << "x" << g.channels
+                                           << "): " << count << " samples off by more than " << tolerance
+                                           << "; worst at sample " << wx << ", row " << wy << ": expected " << we
+                                           << ", got " << wa;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// The exception message of `fn`, or "" when nothing was thrown.
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+#define EXPECT_ONE_LINE_CONTAINS(msg, ...)                                                                   \
+  do {                                                                                                      \
+    const std::string m_ = (msg);                                                                           \
+    EXPECT_FALSE(m_.empty()) << "nothing was thrown";                                                       \
+    EXPECT_EQ(m_.find('\n'), std::string::npos) << m_;                                                      \
+    for (const char* part : {__VA_ARGS__})                                                                  \
+      EXPECT_NE(m_.find(part), std::string::npos) << "'" << part << "' not in: " << m_;                     \
+  } while (0)
+
+SyntheticClipSpec clip(int w, int h, int frames, AVPixelFormat fmt = AV_PIX_FMT_YUV420P,
+                       const std::string& codec = "ffv1") {
+  SyntheticClipSpec s;
+  s.width = w;
+  s.height = h;
+  s.frames = frames;
+  s.pix_fmt = fmt;
+  s.codec = codec;
+  return s;
+}
+
+PipelineOptions options_for(const std::string& in, const std::string& out, const std::string& filters,
+                            Backend backend, const std::string& codec = "ffv1") {
+  PipelineOptions o;
+  o.input = in;
+  o.output = out;
+  o.filters = filters;
+  o.backend = backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
+  o.encoder.codec = codec;
+  o.note = [](const std::string&) {};
+  return o;
+}
+
+std::string backend_param_name(Backend b) { return backend_name(b); }
+
+// ---------------------------------------------------------------------------
+// Filter registry and chain parser
+// ---------------------------------------------------------------------------
+
+TEST(FilterSpec, RegistryHasGblurAndBoxblur) {
+  ASSERT_NE(find_filter("gblur"), nullptr);
+  ASSERT_NE(find_filter("boxblur"), nullptr);
+  EXPECT_EQ(find_filter("blur"), nullptr);
+  const std::string list = filter_list();
+  EXPECT_TRUE(contains(list, "gblur")) << list;
+  EXPECT_TRUE(contains(list, "boxblur")) << list;
+  for (const FilterInfo& f : filter_registry()) EXPECT_TRUE(contains(list, f.name)) << f.name;
+}
+
+TEST(FilterSpec, Defaults) {
+  auto chain = parse_filter_chain("gblur,boxblur");
+  ASSERT_EQ(chain.size(), 2u);
+  EXPECT_EQ(chain[0].info->name, "gblur");
+  EXPECT_DOUBLE_EQ(chain[0].values.at("sigma"), 0.5);
+  EXPECT_DOUBLE_EQ(chain[0].values.at("radius"), -1);
+  EXPECT_DOUBLE_EQ(chain[0].values.at("sigmaV"), -1);
+  EXPECT_DOUBLE_EQ(chain[0].values.at("chroma_scale"), 1);
+  EXPECT_EQ(static_cast<unsigned>(chain[0].values.at("planes")), kCompY | kCompU | kCompV | kCompA | kCompRGB);
+  EXPECT_EQ(chain[1].info->name, "boxblur");
+  EXPECT_DOUBLE_EQ(chain[1].values.at("radius"), 2);
+  // Every option of the table is present, defaults filled in.
+  for (const auto& inst : chain)
+    for (const OptionSpec& o : inst.info->options) EXPECT_EQ(inst.values.count(o.name), 1u) << o.name;
+}
+
+TEST(FilterSpec, PositionalAndNamed) {
+  auto c = parse_filter_chain("gblur=2");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(c[0].values.at("sigma"), 2);
+
+  c = parse_filter_chain("gblur=2:5");
+  EXPECT_DOUBLE_EQ(c[0].values.at("sigma"), 2);
+  EXPECT_DOUBLE_EQ(c[0].values.at("radius"), 5);
+
+  c = parse_filter_chain("gblur=1.5:sigmaV=3:planes=y");
+  EXPECT_DOUBLE_EQ(c[0].values.at("sigma"), 1.5);
+  EXPECT_DOUBLE_EQ(c[0].values.at("sigmaV"), 3);
+  EXPECT_EQ(static_cast<unsigned>(c[0].values.at("planes")), unsigned(kCompY));
+
+  c = parse_filter_chain("boxblur=3");
+  EXPECT_DOUBLE_EQ(c[0].values.at("radius"), 3);
+
+  c = parse_filter_chain(" gblur = sigma = 2 : chroma_scale = 0 , boxblur=radius=4:planes=uv ");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_DOUBLE_EQ(c[0].values.at("sigma"), 2);
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_scale"), 0);
+  EXPECT_DOUBLE_EQ(c[1].values.at("radius"), 4);
+  EXPECT_EQ(static_cast<unsigned>(c[1].values.at("planes")), unsigned(kCompU | kCompV));
+
+  c = parse_filter_chain("gblur=chroma_scale=false:sigma=1");
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_scale"), 0);
+
+  // FFmpeg-style plane-index mask: 1 = first plane (Y or RGB).
+  c = parse_filter_chain("boxblur=radius=1:planes=0x1");
+  EXPECT_EQ(static_cast<unsigned>(c[0].values.at("planes")), unsigned(kCompY | kCompRGB));
+  c = parse_filter_chain("boxblur=radius=1:planes=6");
+  EXPECT_EQ(static_cast<unsigned>(c[0].values.at("planes")), unsigned(kCompU | kCompV));
+}
+
+TEST(FilterSpec, EmptyChain) {
+  EXPECT_TRUE(parse_filter_chain("").empty());
+  EXPECT_TRUE(parse_filter_chain("   ").empty());
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur,,boxblur"); }), "empty filter");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur,"); }), "empty filter");
+}
+
+TEST(FilterSpec, Errors) {
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("blur=2"); }), "unknown filter 'blur'");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=2,median"); }), "unknown filter 'median'");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=size=2"); }), "unknown option 'size'", "gblur");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma=1000"); }), "sigma", "out of range");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma=0"); }), "sigma", "out of range");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=radius=-1"); }), "radius", "out of range");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=radius=5000"); }), "radius", "out of range");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma=abc"); }), "sigma", "number", "abc");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma="); }), "sigma", "number");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma=2x"); }), "sigma", "number");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma=nan"); }), "sigma", "number");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=radius=1.5"); }), "radius", "whole number");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=1:planes=y:chroma_scale=1:7"); }), "positional");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=1:y:1:7"); }), "too many");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=planes=xyz"); }), "planes", "xyz");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigmaV=0.05"); }), "sigmaV");
+  // All parse errors are std::invalid_argument.
+  EXPECT_THROW(parse_filter_chain("nosuch"), std::invalid_argument);
+  EXPECT_THROW(parse_filter_chain("gblur=nosuch=1"), std::invalid_argument);
+}
+
+TEST(FilterSpec, HelpListsEveryOption) {
+  for (const FilterInfo& f : filter_registry()) {
+    const std::string help = filter_help(f.name);
+    EXPECT_TRUE(contains(help, f.name)) << help;
+    for (const OptionSpec& o : f.options) EXPECT_TRUE(contains(help, o.name)) << o.name << " missing in:\n" << help;
+  }
+  const std::string g = filter_help("gblur");
+  for (const char* name : {"sigma", "radius", "sigmaV", "planes", "chroma_scale"}) EXPECT_TRUE(contains(g, name)) << g;
+  EXPECT_THROW(filter_help("nosuch"), std::invalid_argument);
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { filter_help("nosuch"); }), "unknown filter 'nosuch'");
+}
+
+TEST(FilterSpec, PlanesSelectingHalfOfAnInterleavedPlaneIsRefused) {
+  // NV12's chroma plane holds U and V together: planes=u cannot be done.
+  FilterChain chain(parse_filter_chain("gblur=sigma=1:planes=u"));
+  const FrameLayout nv12 = *native_layout(AV_PIX_FMT_NV12, 16, 16);
+  EXPECT_THROW(chain.configure(nv12, Backend::Cpu), std::invalid_argument);
+  const FrameLayout yuv = *native_layout(AV_PIX_FMT_YUV420P, 16, 16);
+  EXPECT_NO_THROW(chain.configure(yuv, Backend::Cpu));
+}
+
+// ---------------------------------------------------------------------------
+// Small helpers of the pipeline's public interface
+// ---------------------------------------------------------------------------
+
+TEST(PipelineBasics, DefaultEncoder) {
+  EXPECT_EQ(default_encoder_for("out.png"), "png");
+  EXPECT_EQ(default_encoder_for("dir/out.mp4"), "libx264");
+  EXPECT_EQ(default_encoder_for("out.mkv"), "libx264");
+}
+
+TEST(PipelineBasics, ResolveBackend) {
+  std::string why;
+  EXPECT_EQ(resolve_backend(BackendChoice::Cpu, &why), Backend::Cpu);
+  EXPECT_TRUE(contains(why, "cpu")) << why;
+  if (have_cuda()) {
+    EXPECT_EQ(resolve_backend(BackendChoice::Auto, &why), Backend::Cuda);
+    EXPECT_EQ(resolve_backend(BackendChoice::Cuda, &why), Backend::Cuda);
+  } else {
+    EXPECT_EQ(resolve_backend(BackendChoice::Auto, &why), Backend::Cpu);
+    EXPECT_TRUE(contains(why, "no CUDA device")) << why;
+    EXPECT_THROW(resolve_backend(BackendChoice::Cuda), std::runtime_error);
+  }
+}
+
+TEST(PipelineBasics, NativeFormats) {
+  for (AVPixelFormat f : {AV_PIX_FMT_YUV420P, AV_PIX_FMT_YUV422P, AV_PIX_FMT_YUV444P, AV_PIX_FMT_GRAY8, AV_PIX_FMT_NV12,
+                          AV_PIX_FMT_YUV420P10LE, AV_PIX_FMT_RGB24})
+    EXPECT_EQ(nearest_native_format(f), f) << pixel_format_name(f);
+  EXPECT_EQ(nearest_native_format(AV_PIX_FMT_BGR0), AV_PIX_FMT_RGB24);
+  EXPECT_EQ(nearest_native_format(AV_PIX_FMT_YUV411P), AV_PIX_FMT_YUV422P);
+  const FrameLayout l = *native_layout(AV_PIX_FMT_YUV420P, 97, 65);
+  ASSERT_EQ(l.num_planes, 3);
+  EXPECT_EQ(l.planes[1].width, 49);
+  EXPECT_EQ(l.planes[1].height, 33);
+}
+
+// ---------------------------------------------------------------------------
+// Lossless round trips: output = reference chain applied to the decoded input
+// ---------------------------------------------------------------------------
+
+struct RoundTripCase {
+  std::string name;
+  SyntheticClipSpec spec;
+  std::string container = "mkv";
+  std::string encoder = "ffv1";
+  std::string filters;
+  std::vector<BlurOp> ops;
+  int tolerance = 0;
+  // When set: input and output are converted to this format (losslessly)
+  // before the references run and the comparison (non-native inputs).
+  AVPixelFormat compare_as = AV_PIX_FMT_NONE;
+  std::string expect_note;  // a note that must be given through PipelineOptions::note
+};
+
+// Test names in failure messages instead of byte dumps.
+void PrintTo(const RoundTripCase& c, std::ostream* os) { *os << c.name << " (" << c.filters << ")"; }
+
+std::vector<RoundTripCase> round_trip_cases() {
+  std::vector<RoundTripCase> v;
+  auto add = [&](std::string name, SyntheticClipSpec spec, std::string filters, std::vector<BlurOp> ops, int tol) {
+    RoundTripCase c;
+    c.name = std::move(name);
+    c.spec = spec;
+    c.filters = std::move(filters);
+    c.ops = std::move(ops);
+    c.tolerance = tol;
+    v.push_back(std::move(c));
+  };
+  add("Yuv420pGblurOddSize", clip(97, 65, 6), "gblur=sigma=2", {gauss(2)}, 1);
+  add("Yuv420pGblurExplicitRadiusAndSigmaV", clip(65, 49, 5), "gblur=sigma=3:radius=5:sigmaV=1.5",
+      {gauss(3, 5, 1.5)}, 1);
+  add("Yuv420pGblurSmallSigmaClampsOnChroma", clip(64, 48, 5), "gblur=sigma=0.15", {gauss(0.15)}, 1);
+  add("Yuv420pBoxblur", clip(97, 65, 5), "boxblur=radius=3", {box(3)}, 0);
+  add("Yuv422pGblur", clip(66, 50, 5, AV_PIX_FMT_YUV422P), "gblur=sigma=1.7", {gauss(1.7)}, 1);
+  add("Yuv422pBoxblur", clip(67, 51, 5, AV_PIX_FMT_YUV422P), "boxblur=5", {box(5)}, 0);
+  add("Yuv444pGblur", clip(64, 48, 5, AV_PIX_FMT_YUV444P), "gblur=1.2:2", {gauss(1.2, 2)}, 1);
+  add("Yuv444pBoxblur", clip(65, 49, 5, AV_PIX_FMT_YUV444P), "boxblur=radius=2", {box(2)}, 0);
+  add("GrayGblur", clip(97, 65, 5, AV_PIX_FMT_GRAY8), "gblur=sigma=2.5", {gauss(2.5)}, 1);
+  add("GrayBoxblur", clip(64, 48, 5, AV_PIX_FMT_GRAY8), "boxblur=radius=4", {box(4)}, 0);
+  add("Yuv420p10leGblur", clip(65, 49, 5, AV_PIX_FMT_YUV420P10LE), "gblur=sigma=1.5", {gauss(1.5)}, 1);
+  add("Yuv420p10leBoxblur", clip(64, 48, 5, AV_PIX_FMT_YUV420P10LE), "boxblur=radius=3", {box(3)}, 0);
+  add("Gray16Boxblur", clip(64, 48, 5, AV_PIX_FMT_GRAY16LE), "boxblur=radius=2", {box(2)}, 0);
+  add("PlanesYLeavesChromaUntouched", clip(97, 65, 5), "gblur=sigma=2:planes=y", {on_planes(gauss(2), 1)}, 1);
+  add("PlanesUvBoxblur", clip(64, 48, 5), "boxblur=radius=2:planes=uv", {on_planes(box(2), 6)}, 0);
+  add("ChromaScaleOffGblur", clip(97, 65, 5), "gblur=sigma=2:chroma_scale=0", {unscaled(gauss(2))}, 1);
+  add("ChromaScaleOffBoxblur", clip(64, 48, 5), "boxblur=radius=3:chroma_scale=0", {unscaled(box(3))}, 0);
+  add("ChainGblurThenBoxblur", clip(97, 65, 5), "gblur=sigma=1.5,boxblur=radius=2", {gauss(1.5), box(2)}, 1);
+  add("ChainTwoBoxblurs", clip(64, 48, 5, AV_PIX_FMT_YUV422P), "boxblur=1,boxblur=radius=3:planes=y",
+      {box(1), on_planes(box(3), 1)}, 0);
+  add("NoFilterIsLossless", clip(65, 49, 5), "", {}, 0);
+  {
+    // bgr0 is not processed natively: converted to rgb24 for filtering and
+    // back (both conversions only reorder bytes, so the round trip is exact).
+    add("Bgr0ConvertedToRgb24AndBack", clip(65, 49, 5, AV_PIX_FMT_BGR0), "boxblur=radius=2", {box(2)}, 0);
+    v.back().compare_as = AV_PIX_FMT_RGB24;
+    v.back().expect_note = "bgr0";
+    add("Bgr0Gblur", clip(64, 48, 5, AV_PIX_FMT_BGR0), "gblur=sigma=1.3", {gauss(1.3)}, 1);
+    v.back().compare_as = AV_PIX_FMT_RGB24;
+    v.back().expect_note = "rgb24";
+  }
+  {
+    // ffv1 cannot hold nv12; rawvideo in matroska can (both on the GPU machine).
+    add("Nv12RawvideoGblur", clip(97, 65, 5, AV_PIX_FMT_NV12, "rawvideo"), "gblur=sigma=2", {gauss(2)}, 1);
+    v.back().encoder = "rawvideo";
+    add("Nv12RawvideoBoxblur", clip(64, 48, 5, AV_PIX_FMT_NV12, "rawvideo"), "boxblur=radius=3", {box(3)}, 0);
+    v.back().encoder = "rawvideo";
+    add("Nv12RawvideoChromaScaleOff", clip(64, 48, 5, AV_PIX_FMT_NV12, "rawvideo"), "gblur=sigma=1:chroma_scale=0",
+        {unscaled(gauss(1))}, 1);
+    v.back().encoder = "rawvideo";
+  }
+  {
+    // Still images: png in, png out (rgb24 and rgba are native packed formats).
+    add("PngRgb24Boxblur", clip(65, 49, 1, AV_PIX_FMT_RGB24, "png"), "boxblur=radius=2", {box(2)}, 0);
+    v.back().container = "png";
+    v.back().encoder = "png";
+    add("PngRgbaGblur", clip(64, 48, 1, AV_PIX_FMT_RGBA, "png"), "gblur=sigma=1.5", {gauss(1.5)}, 1);
+    v.back().container = "png";
+    v.back().encoder = "png";
+  }
+  return v;
+}
+
+class PipelineRoundTrip : public ::testing::TestWithParam<std::tuple<Backend, RoundTripCase>> {};
+
+TEST_P(PipelineRoundTrip, OutputEqualsReferenceOnEveryPlane) {
+  const Backend backend = std::get<0>(GetParam());
+  const RoundTripCase& c = std::get<1>(GetParam());
+  if (backend == Backend::Cuda) SKIP_WITHOUT_CUDA();
+  TempDir dir;
+  const std::string in = dir.file("in." + c.container), out = dir.file("out." + c.container);
+  io::write_synthetic_clip(in, c.spec);
+  const std::string in_bytes = bytes_of(in);
+
+  PipelineOptions o = options_for(in, out, c.filters, backend, c.encoder);
+  std::vector<std::string> notes;
+  o.note = [&](const std::string& s) { notes.push_back(s); };
+  o.inflight = 3;
+  RunStats st;
+  ASSERT_NO_THROW(st = run_pipeline(o));
+  EXPECT_EQ(st.backend, backend_name(backend));
+  EXPECT_EQ(st.frames, c.spec.frames);
+  EXPECT_EQ(bytes_of(in), in_bytes) << "the input was changed";
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in." + c.container, "out." + c.container}))
+      << "temporary files left behind";
+  if (!c.expect_note.empty()) {
+    bool found = false;
+    for (const std::string& n : notes) found = found || (contains(n, c.expect_note) && contains(n, "convert"));
+    EXPECT_TRUE(found) << "no note about converting " << c.expect_note;
+  }
+
+  const Media a = read_media(in), b = read_media(out);
+  ASSERT_EQ(a.frames.size(), static_cast<size_t>(c.spec.frames));
+  ASSERT_EQ(b.frames.size(), a.frames.size());
+  EXPECT_EQ(b.info.pix_fmt, a.info.pix_fmt) << pixel_format_name(b.info.pix_fmt);
+  for (size_t i = 0; i < a.frames.size(); ++i) {
+    EXPECT_EQ(b.frames[i]->pts, a.frames[i]->pts) << "frame " << i;
+    io::AVFramePtr src, got;
+    if (c.compare_as != AV_PIX_FMT_NONE) {
+      io::FrameConverter to(a.info.width, a.info.height, a.info.pix_fmt, c.compare_as);
+      src = io::make_frame();
+      got = io::make_frame();
+      to.convert(*a.frames[i], *src);
+      to.convert(*b.frames[i], *got);
+    } else {
+      src.reset(av_frame_clone(a.frames[i].get()));
+      got.reset(av_frame_clone(b.frames[i].get()));
+    }
+    const io::AVFramePtr expected = reference_frame(*src, c.ops);
+    EXPECT_TRUE(planes_near(*expected, *got, c.tolerance)) << c.filters << ", frame " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PipelineRoundTrip,
+    ::testing::Combine(::testing::Values(Backend::Cpu, Backend::Cuda), ::testing::ValuesIn(round_trip_cases())),
+    [](const ::testing::TestParamInfo<PipelineRoundTrip::ParamType>& info) {
+      return backend_param_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param).name;
+    });
+
+// CUDA and CPU backends agree within +-1 per sample on every plane.
+class PipelineCudaVsCpu : public ::testing::TestWithParam<RoundTripCase> {};
+
+TEST_P(PipelineCudaVsCpu, SameOutputWithinOne) {
+  SKIP_WITHOUT_CUDA();
+  const RoundTripCase& c = GetParam();
+  TempDir dir;
+  const std::string in = dir.file("in." + c.container);
+  io::write_synthetic_clip(in, c.spec);
+  const std::string out_cpu = dir.file("cpu." + c.container), out_gpu = dir.file("cuda." + c.container);
+  ASSERT_NO_THROW(run_pipeline(options_for(in, out_cpu, c.filters, Backend::Cpu, c.encoder)));
+  ASSERT_NO_THROW(run_pipeline(options_for(in, out_gpu, c.filters, Backend::Cuda, c.encoder)));
+  const Media a = read_media(out_cpu), b = read_media(out_gpu);
+  ASSERT_EQ(a.frames.size(), static_cast<size_t>(c.spec.frames));
+  ASSERT_EQ(b.frames.size(), a.frames.size());
+  for (size_t i = 0; i < a.frames.size(); ++i) {
+    EXPECT_EQ(a.frames[i]->pts, b.frames[i]->pts);
+    EXPECT_TRUE(planes_near(*a.frames[i], *b.frames[i], 1)) << c.filters << ", frame " << i;
+  }
+}
+
+std::vector<RoundTripCase> cuda_vs_cpu_cases() {
+  std::vector<RoundTripCase> v;
+  for (const RoundTripCase& c : round_trip_cases())
+    if (c.name == "Yuv420pGblurOddSize" || c.name == "Yuv422pBoxblur" || c.name == "Yuv444pGblur" ||
+        c.name == "GrayGblur" || c.name == "Yuv420p10leGblur" || c.name == "ChainGblurThenBoxblur" ||
+        c.name == "Bgr0Gblur" || c.name == "Nv12RawvideoGblur" || c.name == "PngRgbaGblur" ||
+        c.name == "PlanesYLeavesChromaUntouched")
+      v.push_back(c);
+  // A heavier blur: large radii on every plane.
+  RoundTripCase big;
+  big.name = "Yuv420pGblurSigma8Box7";
+  big.spec = clip(97, 65, 6);
+  big.filters = "gblur=sigma=8,boxblur=7";
+  v.push_back(big);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, PipelineCudaVsCpu, ::testing::ValuesIn(cuda_vs_cpu_cases()),
+                         [](const ::testing::TestParamInfo<RoundTripCase>& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------
+// Timestamps, audio, colour and metadata pass through
+// ---------------------------------------------------------------------------
+
+class PipelinePassthrough : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::Cuda && !have_cuda()) GTEST_SKIP() << "no CUDA device here; runs on the GPU machine";
+  }
+};
+
+// Passthrough packets of input stream `in_index` and output stream
+// `out_index`: same count, bytes and time (pts compared in seconds when the
+// time bases differ).
+void expect_same_packets(const Media& in, int in_index, const Media& out, int out_index) {
+  std::vector<const AVPacket*> a, b;
+  for (const auto& p : in.packets)
+    if (p->stream_index == in_index) a.push_back(p.get());
+  for (const auto& p : out.packets)
+    if (p->stream_index == out_index) b.push_back(p.get());
+  ASSERT_FALSE(a.empty());
+  ASSERT_EQ(a.size(), b.size());
+  const AVRational ta = in.stream_tbs.at(in_index), tb = out.stream_tbs.at(out_index);
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i]->size, b[i]->size) << "packet " << i;
+    EXPECT_EQ(std::memcmp(a[i]->data, b[i]->data, a[i]->size), 0) << "packet " << i << " differs";
+    if (av_cmp_q(ta, tb) == 0) EXPECT_EQ(a[i]->pts, b[i]->pts) << "packet " << i;
+    else EXPECT_EQ(av_compare_ts(a[i]->pts, ta, b[i]->pts, tb), 0) << "packet " << i;
+  }
+}
+
+void expect_same_timing(const Media& a, const Media& b) {
+  ASSERT_EQ(a.frames.size(), b.frames.size());
+  EXPECT_EQ(av_cmp_q(a.info.time_base, b.info.time_base), 0)
+      << a.info.time_base.num << "/" << a.info.time_base.den << " vs " << b.info.time_base.num << "/"
+      << b.info.time_base.den;
+  for (size_t i = 0; i < a.frames.size(); ++i) EXPECT_EQ(a.frames[i]->pts, b.frames[i]->pts) << "frame " << i;
+}
+
+TEST_P(PipelinePassthrough, PcmAudioTitleAndPts) {
+  TempDir dir;
+  SyntheticClipSpec spec = clip(64, 48, 12);
+  spec.audio = true;
+  spec.audio_codec = "pcm_s16le";
+  spec.title = "streamblur pipeline test";
+  const std::string in = dir.file("in.mkv"), out = dir.file("out.mkv");
+  io::write_synthetic_clip(in, spec);
+  const RunStats st = run_pipeline(options_for(in, out, "gblur=sigma=1", GetParam()));
+  EXPECT_EQ(st.frames, 12);
+  const Media a = read_media(in), b = read_media(out);
+  expect_same_timing(a, b);
+  EXPECT_EQ(b.title, spec.title);
+  ASSERT_EQ(b.stream_tbs.size(), 2u);
+  expect_same_packets(a, 1, b, 1);
+}
+
+TEST_P(PipelinePassthrough, VariableFrameRateWithAac) {
+  TempDir dir;
+  SyntheticClipSpec spec = clip(65, 49, 12);
+  spec.variable_frame_rate = true;
+  spec.audio = true;
+  spec.audio_codec = "aac";
+  const std::string in = dir.file("in.mkv"), out = dir.file("out.mkv");
+  io::write_synthetic_clip(in, spec);
+  run_pipeline(options_for(in, out, "boxblur=radius=1", GetParam()));
+  const Media a = read_media(in), b = read_media(out);
+  // The input really is irregular.
+  std::set<int64_t> steps;
+  for (size_t i = 1; i < a.frames.size(); ++i) steps.insert(a.frames[i]->pts - a.frames[i - 1]->pts);
+  EXPECT_GT(steps.size(), 1u);
+  expect_same_timing(a, b);
+  expect_same_packets(a, 1, b, 1);
+}
+
+TEST_P(PipelinePassthrough, Libx264Mp4WithAac) {
+  TempDir dir;
+  SyntheticClipSpec spec = clip(64, 48, 10, AV_PIX_FMT_YUV420P, "libx264");
+  spec.preset = "ultrafast";
+  spec.audio = true;
+  spec.audio_codec = "aac";
+  spec.title = "x264 clip";
+  const std::string in = dir.file("in.mp4"), out = dir.file("out.mp4");
+  io::write_synthetic_clip(in, spec);
+  PipelineOptions o = options_for(in, out, "gblur=sigma=1.5", GetParam(), "libx264");
+  o.encoder.preset = "ultrafast";
+  const RunStats st = run_pipeline(o);
+  EXPECT_EQ(st.frames, 10);
+  const Media a = read_media(in), b = read_media(out);
+  ASSERT_EQ(a.frames.size(), 10u);
+  ASSERT_EQ(b.frames.size(), a.frames.size());
+  for (size_t i = 0; i < a.frames.size(); ++i)
+    EXPECT_EQ(av_compare_ts(a.frames[i]->pts, a.info.time_base, b.frames[i]->pts, b.info.time_base), 0)
+        << "frame " << i << ": " << a.frames[i]->pts << " vs " << b.frames[i]->pts;
+  EXPECT_EQ(b.title, spec.title);
+  ASSERT_EQ(b.stream_tbs.size(), 2u);
+  expect_same_packets(a, 1, b, 1);
+}
+
+TEST_P(PipelinePassthrough, ColourTagsKept) {
+  struct Tags {
+    AVColorRange range;
+    AVColorSpace space;
+    AVColorPrimaries prim;
+    AVColorTransferCharacteristic trc;
+  };
+  for (const Tags& t : {Tags{AVCOL_RANGE_JPEG, AVCOL_SPC_SMPTE170M, AVCOL_PRI_SMPTE170M, AVCOL_TRC_SMPTE170M},
+                        Tags{AVCOL_RANGE_MPEG, AVCOL_SPC_BT2020_NCL, AVCOL_PRI_BT2020, AVCOL_TRC_SMPTE2084}}) {
+    TempDir dir;
+    SyntheticClipSpec spec = clip(64, 48, 5, t.range == AVCOL_RANGE_MPEG ? AV_PIX_FMT_YUV420P10LE : AV_PIX_FMT_YUV420P);
+    spec.color_range = t.range;
+    spec.colorspace = t.space;
+    spec.color_primaries = t.prim;
+    spec.color_trc = t.trc;
+    const std::string in = dir.file("in.mkv"), out = dir.file("out.mkv");
+    io::write_synthetic_clip(in, spec);
+    run_pipeline(options_for(in, out, "gblur=sigma=1", GetParam()));
+    const Media a = read_media(in), b = read_media(out);
+    ASSERT_EQ(b.frames.size(), 5u);
+    EXPECT_EQ(a.frames[0]->color_range, t.range);
+    for (const auto& f : b.frames) {
+      EXPECT_EQ(f->color_range, t.range);
+      EXPECT_EQ(f->colorspace, t.space);
+      EXPECT_EQ(f->color_primaries, t.prim);
+      EXPECT_EQ(f->color_trc, t.trc);
+    }
+  }
+}
+
+TEST_P(PipelinePassthrough, InflightOneAndManyKeepOrder) {
+  TempDir dir;
+  SyntheticClipSpec spec = clip(64, 48, 12);
+  spec.variable_frame_rate = true;
+  const std::string in = dir.file("in.mkv");
+  io::write_synthetic_clip(in, spec);
+  const Media a = read_media(in);
+  for (int inflight : {1, 2, 8}) {
+    const std::string out = dir.file("out" + std::to_string(inflight) + ".mkv");
+    PipelineOptions o = options_for(in, out, "boxblur=radius=2", GetParam());
+    o.inflight = inflight;
+    run_pipeline(o);
+    const Media b = read_media(out);
+    expect_same_timing(a, b);
+    for (size_t i = 0; i < b.frames.size(); ++i)
+      EXPECT_TRUE(planes_near(*reference_frame(*a.frames[i], {box(2)}), *b.frames[i], 0))
+          << "inflight " << inflight << ", frame " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PipelinePassthrough, ::testing::Values(Backend::Cpu, Backend::Cuda),
+                         [](const ::testing::TestParamInfo<Backend>& info) { return backend_param_name(info.param); });
+
+// ---------------------------------------------------------------------------
+// Null sink, statistics, progress, stop
+// ---------------------------------------------------------------------------
+
+TEST(PipelineRun, NullSinkCountsFramesAndStatsAreSane) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  io::write_synthetic_clip(in, clip(65, 49, 9));
+  PipelineOptions o = options_for(in, "", "gblur=sigma=2,boxblur=1", Backend::Cpu);
+  o.backend = BackendChoice::Auto;
+  std::vector<Progress> calls;
+  o.progress = [&](const Progress& p) { calls.push_back(p); };
+  const RunStats st = run_pipeline(o);
+  EXPECT_EQ(st.frames, 9);
+  EXPECT_GT(st.wall_s, 0);
+  EXPECT_GT(st.fps, 0);
+  EXPECT_NEAR(st.fps, st.frames / st.wall_s, st.fps * 1e-6 + 1e-9);
+  EXPECT_EQ(st.backend, have_cuda() ? "cuda" : "cpu");
+  EXPECT_FALSE(st.filters.empty());
+  EXPECT_TRUE(contains(st.filters, "gblur")) << st.filters;
+  EXPECT_TRUE(contains(st.filters, "boxblur")) << st.filters;
+  EXPECT_EQ(st.input_format, "yuv420p");
+  EXPECT_EQ(st.processing_format, "yuv420p");
+  EXPECT_FALSE(st.bounding_stage.empty());
+  EXPECT_FALSE(st.stopped_early);
+  EXPECT_EQ(st.decode_warnings, 0);
+  for (const StageStats* s : {&st.decode, &st.upload, &st.filter, &st.download, &st.encode}) {
+    EXPECT_GE(s->busy_s, 0);
+    EXPECT_GE(s->blocked_s, 0);
+    EXPECT_TRUE(std::isfinite(s->busy_s));
+    EXPECT_LE(s->busy_s, st.wall_s * 64 + 1);  // at most every in-flight slot busy all the time
+  }
+  EXPECT_GT(st.decode.busy_s, 0);
+  EXPECT_GT(st.filter.busy_s, 0);
+  ASSERT_FALSE(calls.empty());
+  EXPECT_TRUE(calls.back().final);
+  EXPECT_EQ(calls.back().frames, 9);
+  for (size_t i = 0; i + 1 < calls.size(); ++i) EXPECT_FALSE(calls[i].final);
+  EXPECT_EQ(dir.listing(), std::vector<std::string>{"in.mkv"}) << "the null sink wrote something";
+}
+
+TEST(PipelineRun, NullSinkWithoutFiltersAndNotes) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  io::write_synthetic_clip(in, clip(64, 48, 7, AV_PIX_FMT_BGR0));
+  PipelineOptions o = options_for(in, "", "", Backend::Cpu);
+  std::vector<std::string> notes;
+  o.note = [&](const std::string& s) { notes.push_back(s); };
+  const RunStats st = run_pipeline(o);
+  EXPECT_EQ(st.frames, 7);
+  EXPECT_TRUE(st.filters.empty());
+  EXPECT_EQ(st.input_format, "bgr0");
+  EXPECT_EQ(st.processing_format, "rgb24");
+  bool backend_note = false;
+  for (const auto& n : notes) backend_note = backend_note || contains(n, "backend");
+  EXPECT_TRUE(backend_note);
+}
+
+// A clip long enough that the progress callback (about 4 times a second)
+// comes before the end; the stop flag is set from it.
+TEST(PipelineRun, StopFromProgressCallbackFinalisesOutput) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv"), out = dir.file("out.mkv");
+  const int total = 240;
+  SyntheticClipSpec spec = clip(160, 120, total);
+  spec.audio = true;
+  spec.audio_codec = "pcm_s16le";
+  io::write_synthetic_clip(in, spec);
+
+  std::atomic<bool> stop{false};
+  PipelineOptions o = options_for(in, out, "gblur=sigma=12", Backend::Cpu);
+  o.inflight = 2;
+  o.stop = &stop;
+  bool final_seen = false;
+  int64_t frames_at_stop = -1;
+  o.progress = [&](const Progress& p) {
+    if (p.final) {
+      final_seen = true;
+      return;
+    }
+    if (!stop.load()) {
+      frames_at_stop = p.frames;
+      stop.store(true);
+    }
+  };
+  RunStats st;
+  ASSERT_NO_THROW(st = run_pipeline(o));
+  EXPECT_TRUE(final_seen);
+  if (!stop.load()) GTEST_SKIP() << "the run (" << st.wall_s << " s) ended before the first progress call";
+  EXPECT_TRUE(st.stopped_early);
+  EXPECT_GE(st.frames, frames_at_stop);
+  EXPECT_LT(st.frames, total) << "the stop flag did not end the run early";
+  const Media b = read_media(out);  // playable and finalised: every frame written is there
+  EXPECT_EQ(static_cast<int64_t>(b.frames.size()), st.frames);
+  EXPECT_EQ(b.warnings, 0);
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"}));
+}
+
+// The stop flag set by another thread once the output has started.
+TEST(PipelineRun, StopFromAnotherThread) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv"), out = dir.file("out.mp4");
+  const int total = 200;
+  io::write_synthetic_clip(in, clip(160, 120, total));
+  std::atomic<bool> stop{false}, done{false};
+  PipelineOptions o = options_for(in, out, "gblur=sigma=15", Backend::Cpu, "libx264");
+  o.encoder.preset = "ultrafast";
+  o.inflight = 2;
+  o.stop = &stop;
+  std::thread stopper([&] {
+    // Wait for the temporary output to hold something (the writer started).
+    for (int i = 0; i < 2000 && !done.load(); ++i) {
+      bool started = false;
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(dir.path(), ec))
+        if (contains(e.path().filename().string(), ".streamblur-") && fs::file_size(e.path(), ec) > 0) started = true;
+      if (started) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    stop.store(true);
+  });
+  RunStats st;
+  EXPECT_NO_THROW(st = run_pipeline(o));
+  done.store(true);
+  stopper.join();
+  if (st.frames == total) GTEST_SKIP() << "the run ended before the stop flag was set";
+  EXPECT_TRUE(st.stopped_early);
+  EXPECT_GT(st.frames, 0);
+  const Media b = read_media(out);  // an mp4 is playable only when finalised (moov written)
+  EXPECT_EQ(static_cast<int64_t>(b.frames.size()), st.frames);
+}
+
+// Stopped before any frame: nothing to write; a clear error and no file.
+TEST(PipelineRun, StopBeforeStartWritesNothing) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv"), out = dir.file("out.mkv");
+  io::write_synthetic_clip(in, clip(64, 48, 5));
+  std::atomic<bool> stop{true};
+  PipelineOptions o = options_for(in, out, "gblur", Backend::Cpu);
+  o.stop = &stop;
+  EXPECT_THROW(run_pipeline(o), std::runtime_error);
+  EXPECT_EQ(dir.listing(), std::vector<std::string>{"in.mkv"});
+}
+
+TEST(PipelineRun, TruncatedInputWritesWhatDecodes) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv"), out = dir.file("out.mkv");
+  SyntheticClipSpec spec = clip(96, 64, 30);
+  spec.noise = true;
+  io::write_synthetic_clip(in, spec);
+  fs::resize_file(in, fs::file_size(in) * 6 / 10);
+  RunStats st;
+  ASSERT_NO_THROW(st = run_pipeline(options_for(in, out, "boxblur=1", Backend::Cpu)));
+  EXPECT_GT(st.frames, 0);
+  EXPECT_LT(st.frames, 30);
+  EXPECT_GT(st.decode_warnings, 0);
+  const Media b = read_media(out);
+  EXPECT_EQ(static_cast<int64_t>(b.frames.size()), st.frames);
+}
+
+// ---------------------------------------------------------------------------
+// Output is never partial; the input is only read
+// ---------------------------------------------------------------------------
+
+class PipelineFailure : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    in = dir.file("in.mkv");
+    SyntheticClipSpec spec = clip(64, 48, 6);
+    spec.audio = true;
+    spec.audio_codec = "pcm_s16le";
+    io::write_synthetic_clip(in, spec);
+    in_bytes = bytes_of(in);
+  }
+  void expect_nothing_written() {
+    EXPECT_EQ(dir.listing(), std::vector<std::string>{"in.mkv"}) << "output or temporary file left behind";
+    EXPECT_EQ(bytes_of(in), in_bytes) << "the input was changed";
+  }
+  TempDir dir;
+  std::string in, in_bytes;
+};
+
+TEST_F(PipelineFailure, UnknownEncoder) {
+  const std::string out = dir.file("out.mkv");
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { run_pipeline(options_for(in, out, "gblur", Backend::Cpu, "nosuchcodec")); }),
+                           "nosuchcodec");
+  expect_nothing_written();
+}
+
+TEST_F(PipelineFailure, UnknownEncoderOption) {
+  const std::string out = dir.file("out.mkv");
+  PipelineOptions o = options_for(in, out, "gblur", Backend::Cpu);
+  o.encoder.options["no_such_option"] = "1";
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { run_pipeline(o); }), "no_such_option");
+  expect_nothing_written();
+}
+
+TEST_F(PipelineFailure, EncoderContainerMismatch) {
+  // The mp4 muxer cannot hold rawvideo: found when the writer opens, after the first frame.
+  const std::string out = dir.file("out.mp4");
+  EXPECT_FALSE(error_of([&] { run_pipeline(options_for(in, out, "", Backend::Cpu, "rawvideo")); }).empty());
+  expect_nothing_written();
+}
+
+TEST_F(PipelineFailure, BadFilterTouchesNothing) {
+  const std::string out = dir.file("out.mkv");
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { run_pipeline(options_for(in, out, "gblur=sigma=-3", Backend::Cpu)); }),
+                           "sigma");
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { run_pipeline(options_for(in, out, "sharpen", Backend::Cpu)); }),
+                           "unknown filter");
+  expect_nothing_written();
+}
+
+TEST_F(PipelineFailure, PlanesHalfOfNv12IsAnErrorNotACrash) {
+  TempDir d2;
+  const std::string nv = d2.file("nv.mkv");
+  io::write_synthetic_clip(nv, clip(64, 48, 3, AV_PIX_FMT_NV12, "rawvideo"));
+  const std::string out = d2.file("out.mkv");
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { run_pipeline(options_for(nv, out, "gblur=planes=v", Backend::Cpu, "rawvideo")); }),
+                           "planes");
+  EXPECT_EQ(d2.listing(), std::vector<std::string>{"nv.mkv"});
+}
+
+TEST_F(PipelineFailure, ExistingOutputWithoutOverwrite) {
+  const std::string out = dir.file("out.mkv");
+  { std::ofstream(out) << "precious"; }
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { run_pipeline(options_for(in, out, "gblur", Backend::Cpu)); }),
+                           "already exists");
+  EXPECT_EQ(bytes_of(out), "precious");
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"}));
+
+  // With overwrite the file is replaced by a complete output.
+  PipelineOptions o = options_for(in, out, "gblur", Backend::Cpu);
+  o.overwrite = true;
+  EXPECT_EQ(run_pipeline(o).frames, 6);
+  EXPECT_EQ(read_media(out).frames.size(), 6u);
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"}));
+  EXPECT_EQ(bytes_of(in), in_bytes);
+}
+
+TEST_F(PipelineFailure, FailedOverwriteKeepsTheOldOutput) {
+  const std::string out = dir.file("out.mkv");
+  { std::ofstream(out) << "precious"; }
+  PipelineOptions o = options_for(in, out, "gblur", Backend::Cpu, "nosuchcodec");
+  o.overwrite = true;
+  EXPECT_THROW(run_pipeline(o), std::exception);
+  EXPECT_EQ(bytes_of(out), "precious");
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"}));
+}
+
+TEST_F(PipelineFailure, OutputIsInput) {
+  for (const std::string& out : {in, (dir.path() / "." / "in.mkv").string()}) {
+    PipelineOptions o = options_for(in, out, "gblur", Backend::Cpu);
+    o.overwrite = true;  // even with overwrite
+    EXPECT_ONE_LINE_CONTAINS(error_of([&] { run_pipeline(o); }), "input");
+    expect_nothing_written();
+  }
+}
+
+TEST_F(PipelineFailure, UnwritableOutputDirectory) {
+  EXPECT_ONE_LINE_CONTAINS(
+      error_of([&] { run_pipeline(options_for(in, "/nonexistent/dir/out.mkv", "gblur", Backend::Cpu)); }),
+      "/nonexistent/dir/out.mkv");
+  expect_nothing_written();
+}
+
+TEST_F(PipelineFailure, MissingInput) {
+  const std::string missing = dir.file("missing.mkv");
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { run_pipeline(options_for(missing, dir.file("out.mkv"), "", Backend::Cpu)); }),
+                           "missing.mkv");
+  expect_nothing_written();
+}
+
+TEST_F(PipelineFailure, CudaWithoutDevice) {
+  if (have_cuda()) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { run_pipeline(options_for(in, dir.file("out.mkv"), "gblur", Backend::Cuda)); }),
+                           "cuda");
+  expect_nothing_written();
+}
+
+TEST_F(PipelineFailure, BadInflight) {
+  PipelineOptions o = options_for(in, dir.file("out.mkv"), "gblur", Backend::Cpu);
+  o.inflight = 0;
+  EXPECT_THROW(run_pipeline(o), std::invalid_argument);
+  expect_nothing_written();
+}
+
+TEST_F(PipelineFailure, SuccessLeavesOnlyTheOutputAndTheInputUnchanged) {
+  const std::string out = dir.file("out.mkv");
+  run_pipeline(options_for(in, out, "gblur=sigma=2", Backend::Cpu));
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"}));
+  EXPECT_EQ(bytes_of(in), in_bytes);
+  // An output in the current folder (no directory part) works too.
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path());
+  std::string err = error_of([&] { run_pipeline(options_for("in.mkv", "rel.mkv", "", Backend::Cpu)); });
+  fs::current_path(cwd);
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv", "rel.mkv"}));
+}
+
+}  // namespace
