@@ -1,0 +1,605 @@
+// Tests of the streamblur command line: the real binary (STREAMBLUR_CLI_PATH)
+// run with posix_spawn, stdout and stderr captured to files. Every bad input
+// must give one clear error line and a non-zero exit, never a crash or hang,
+// and leave nothing behind. Media are made at test time in a temporary folder.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+extern "C" {
+#include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
+#include <libavutil/log.h>
+}
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <spawn.h>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "streamblur/io/av_error.hpp"
+#include "streamblur/io/reader.hpp"
+#include "streamblur/io/synthetic_clip.hpp"
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using namespace streamblur::io;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const bool quiet_ffmpeg_log = [] {
+  av_log_set_level(AV_LOG_ERROR);
+  return true;
+}();
+
+const char* const kCli = STREAMBLUR_CLI_PATH;
+
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("streamblur_cli_test_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(counter++) + "_" + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const fs::path& path() const { return path_; }
+  std::vector<std::string> listing() const {
+    std::vector<std::string> v;
+    for (const auto& e : fs::directory_iterator(path_)) v.push_back(e.path().filename().string());
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) v.push_back(line);
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Running the binary
+// ---------------------------------------------------------------------------
+
+struct CliResult {
+  bool timed_out = false;
+  bool exited = false;  // false: ended by a signal
+  int exit_code = -1;
+  int signal = 0;
+  std::string out, err;
+  std::string describe() const {
+    std::ostringstream s;
+    s << (timed_out ? "TIMED OUT; " : "") << (exited ? "exit " + std::to_string(exit_code) : "signal " + std::to_string(signal))
+      << "\n--- stdout:\n" << out << "--- stderr:\n" << err << "---";
+    return s.str();
+  }
+};
+
+class CliProcess {
+ public:
+  // Starts the CLI with `args`; stdout/stderr go to files in `capture_dir`.
+  CliProcess(const std::vector<std::string>& args, const fs::path& capture_dir) {
+    static std::atomic<int> n{0};
+    const int id = n++;
+    out_path_ = (capture_dir / ("stdout_" + std::to_string(id) + ".txt")).string();
+    err_path_ = (capture_dir / ("stderr_" + std::to_string(id) + ".txt")).string();
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> all{kCli};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, kCli, &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error(std::string("cannot start ") + kCli + ": " + std::strerror(rc));
+  }
+  ~CliProcess() {
+    if (pid_ > 0 && !done_) {
+      ::kill(pid_, SIGKILL);
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+    }
+    std::error_code ec;
+    fs::remove(out_path_, ec);
+    fs::remove(err_path_, ec);
+  }
+  pid_t pid() const { return pid_; }
+  // True when the process has ended (reaped; result() then reports it).
+  bool poll() {
+    if (done_) return true;
+    const pid_t r = ::waitpid(pid_, &status_, WNOHANG);
+    if (r == pid_) done_ = true;
+    return done_;
+  }
+  CliResult wait(std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    CliResult res;
+    const auto deadline = Clock::now() + timeout;
+    while (!poll()) {
+      if (Clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status_, 0);
+        done_ = true;
+        res.timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    res.exited = WIFEXITED(status_);
+    res.exit_code = res.exited ? WEXITSTATUS(status_) : -1;
+    res.signal = WIFSIGNALED(status_) ? WTERMSIG(status_) : 0;
+    res.out = bytes_of(out_path_);
+    res.err = bytes_of(err_path_);
+    return res;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = 0;
+  bool done_ = false;
+  std::string out_path_, err_path_;
+};
+
+// Captures go to their own folder so they never show in a test's listing.
+const fs::path& capture_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("streamblur_cli_capture_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+struct CaptureCleanup {
+  ~CaptureCleanup() {
+    std::error_code ec;
+    fs::remove_all(capture_dir(), ec);
+  }
+} capture_cleanup;
+
+CliResult run_cli(const std::vector<std::string>& args) { return CliProcess(args, capture_dir()).wait(); }
+
+// A failure as the issue wants it: no hang, no crash, a non-zero exit and one
+// clear line on stderr (the only line with -q) naming `parts`.
+void expect_clean_failure(const CliResult& r, const std::vector<std::string>& parts, bool quiet) {
+  ASSERT_FALSE(r.timed_out) << "hung: " << r.describe();
+  ASSERT_TRUE(r.exited) << "crashed: " << r.describe();
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.exit_code, 130) << r.describe();
+  const std::vector<std::string> lines = lines_of(r.err);
+  std::vector<std::string> errors;
+  for (const std::string& l : lines)
+    if (contains(l, "error")) errors.push_back(l);
+  ASSERT_EQ(errors.size(), 1u) << "want exactly one error line: " << r.describe();
+  const std::string& e = errors.front();
+  EXPECT_EQ(e.rfind("streamblur: error: ", 0), 0u) << e;
+  EXPECT_GT(e.size(), std::strlen("streamblur: error: ") + 10) << "say what failed: " << e;
+  for (const std::string& p : parts) EXPECT_TRUE(contains(e, p)) << "'" << p << "' not in: " << e;
+  for (const char* bad : {"terminate", "Aborted", "Segmentation", "what():", "core dumped"})
+    EXPECT_FALSE(contains(r.err, bad)) << r.describe();
+  if (quiet) EXPECT_EQ(lines.size(), 1u) << "with -q the error is the only line: " << r.describe();
+  EXPECT_TRUE(r.out.empty()) << r.describe();
+}
+
+// Runs `args` plainly and with -q; both must fail cleanly and leave `dir`
+// (and `untouched`, byte for byte) as they were.
+void expect_bad_input(const TempDir& dir, const std::vector<std::string>& args, const std::vector<std::string>& parts,
+                      const std::vector<std::string>& untouched = {}) {
+  const std::vector<std::string> before = dir.listing();
+  std::vector<std::string> bytes;
+  for (const auto& f : untouched) bytes.push_back(bytes_of(f));
+  for (const bool quiet : {false, true}) {
+    std::vector<std::string> a = args;
+    if (quiet) a.push_back("-q");
+    SCOPED_TRACE(std::string(quiet ? "with -q" : "without -q"));
+    expect_clean_failure(run_cli(a), parts, quiet);
+    EXPECT_EQ(dir.listing(), before) << "the failed run left files behind";
+    for (size_t i = 0; i < untouched.size(); ++i) EXPECT_EQ(bytes_of(untouched[i]), bytes[i]) << untouched[i] << " changed";
+  }
+}
+
+SyntheticClipSpec small_clip(int frames = 6) {
+  SyntheticClipSpec s;
+  s.width = 65;
+  s.height = 49;
+  s.frames = frames;
+  return s;
+}
+
+size_t frames_in(const std::string& path) {
+  MediaReader r(path);
+  DecodedFrame f;
+  size_t n = 0;
+  while (r.read(f)) ++n;
+  return n;
+}
+
+// An mkv with one pcm_s16le audio stream and no video, written packet by packet.
+void write_audio_only_mkv(const std::string& path) {
+  AVFormatContext* oc = nullptr;
+  AV_CHECK(avformat_alloc_output_context2(&oc, nullptr, nullptr, path.c_str()));
+  AVStream* st = avformat_new_stream(oc, nullptr);
+  st->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
+  st->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
+  st->codecpar->sample_rate = 48000;
+  av_channel_layout_default(&st->codecpar->ch_layout, 2);
+  st->codecpar->format = AV_SAMPLE_FMT_S16;
+  st->codecpar->bits_per_coded_sample = 16;
+  st->codecpar->block_align = 4;
+  st->time_base = AVRational{1, 48000};
+  AV_CHECK(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE));
+  AV_CHECK(avformat_write_header(oc, nullptr));
+  AVPacketPtr pkt = make_packet();
+  for (int i = 0; i < 10; ++i) {
+    AV_CHECK(av_new_packet(pkt.get(), 1024 * 4));
+    std::memset(pkt->data, i, pkt->size);
+    pkt->pts = pkt->dts = av_rescale_q(i * 1024, AVRational{1, 48000}, st->time_base);
+    pkt->duration = av_rescale_q(1024, AVRational{1, 48000}, st->time_base);
+    pkt->stream_index = 0;
+    AV_CHECK(av_interleaved_write_frame(oc, pkt.get()));
+  }
+  AV_CHECK(av_write_trailer(oc));
+  avio_closep(&oc->pb);
+  avformat_free_context(oc);
+}
+
+// A folder with one small ffv1 + pcm clip, in.mkv.
+class CliWithInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    in = dir.file("in.mkv");
+    SyntheticClipSpec spec = small_clip();
+    spec.width = 66;  // even: libx264 (the default encoder) takes no odd 4:2:0 sizes
+    spec.height = 50;
+    spec.audio = true;
+    spec.audio_codec = "pcm_s16le";
+    write_synthetic_clip(in, spec);
+  }
+  TempDir dir;
+  std::string in;
+};
+
+// ---------------------------------------------------------------------------
+// Information
+// ---------------------------------------------------------------------------
+
+TEST(CliInfo, Help) {
+  const CliResult r = run_cli({"--help"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  for (const char* opt : {"--vf", "--codec", "--backend", "--list-filters", "--help-filter", "--stats-json", "-y"})
+    EXPECT_TRUE(contains(r.out, opt)) << opt << " missing in:\n" << r.out;
+}
+
+TEST(CliInfo, ListFilters) {
+  const CliResult r = run_cli({"--list-filters"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "gblur")) << r.out;
+  EXPECT_TRUE(contains(r.out, "boxblur")) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.describe();
+}
+
+TEST(CliInfo, HelpFilter) {
+  CliResult r = run_cli({"--help-filter", "gblur"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  for (const char* name : {"sigma", "radius", "sigmaV", "planes", "chroma_scale"})
+    EXPECT_TRUE(contains(r.out, name)) << name << " missing in:\n" << r.out;
+  r = run_cli({"--help-filter", "boxblur"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  for (const char* name : {"radius", "planes", "chroma_scale"}) EXPECT_TRUE(contains(r.out, name)) << r.out;
+  r = run_cli({"--help-filter", "nosuch"});
+  expect_clean_failure(r, {"nosuch"}, true);
+}
+
+TEST(CliInfo, Version) {
+  const CliResult r = run_cli({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "streamblur")) << r.describe();
+}
+
+TEST(CliInfo, NoArgumentsOrOneArgument) {
+  expect_clean_failure(run_cli({}), {"input"}, true);
+  expect_clean_failure(run_cli({"in.mkv"}), {"output"}, true);
+}
+
+TEST(CliInfo, UnknownFlag) { expect_clean_failure(run_cli({"--no-such-flag"}), {"no-such-flag"}, true); }
+
+// ---------------------------------------------------------------------------
+// Bad inputs
+// ---------------------------------------------------------------------------
+
+TEST(CliBadInput, MissingFile) {
+  TempDir dir;
+  const std::string in = dir.file("missing.mkv");
+  expect_bad_input(dir, {in, dir.file("out.mkv")}, {"missing.mkv"});
+}
+
+TEST(CliBadInput, EmptyFile) {
+  TempDir dir;
+  const std::string in = dir.file("empty.mp4");
+  std::ofstream(in).close();
+  expect_bad_input(dir, {in, dir.file("out.mkv")}, {"empty.mp4", "empty"}, {in});
+}
+
+TEST(CliBadInput, TextFile) {
+  TempDir dir;
+  const std::string in = dir.file("notes.mp4");
+  {
+    std::ofstream o(in);
+    for (int i = 0; i < 200; ++i) o << "This is a text file, not a video. Line " << i << ".\n";
+  }
+  expect_bad_input(dir, {in, dir.file("out.mkv")}, {"notes.mp4"}, {in});
+}
+
+TEST(CliBadInput, AudioOnlyFile) {
+  TempDir dir;
+  const std::string in = dir.file("audio.mkv");
+  write_audio_only_mkv(in);
+  expect_bad_input(dir, {in, dir.file("out.mkv")}, {"audio.mkv", "no video stream"}, {in});
+}
+
+TEST(CliBadInput, Directory) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "adir");
+  expect_bad_input(dir, {dir.file("adir"), dir.file("out.mkv")}, {"adir"});
+}
+
+TEST_F(CliWithInput, UnknownFilter) {
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--vf", "sharpen=3"}, {"unknown filter 'sharpen'"}, {in});
+}
+
+TEST_F(CliWithInput, UnknownFilterOption) {
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--vf", "gblur=size=3"}, {"unknown option 'size'"}, {in});
+}
+
+TEST_F(CliWithInput, ValueOutOfRange) {
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--vf", "gblur=sigma=500"}, {"sigma", "out of range"}, {in});
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--vf", "boxblur=radius=-2"}, {"radius", "out of range"}, {in});
+}
+
+TEST_F(CliWithInput, ValueNotANumber) {
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--vf", "gblur=sigma=big"}, {"sigma", "big"}, {in});
+}
+
+TEST_F(CliWithInput, EmptyFilterInChain) {
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--vf", "gblur,,boxblur"}, {"empty filter"}, {in});
+}
+
+TEST_F(CliWithInput, BadCliOptionValues) {
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--crf", "99"}, {"crf"}, {in});
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--backend", "opencl"}, {"backend"}, {in});
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--inflight", "0"}, {"inflight"}, {in});
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--encoder-opt", "novalue"}, {"novalue"}, {in});
+}
+
+TEST_F(CliWithInput, UnwritableOutputPath) {
+  expect_bad_input(dir, {in, "/nonexistent/dir/out.mkv"}, {"/nonexistent/dir/out.mkv"}, {in});
+}
+
+TEST_F(CliWithInput, UnknownOutputExtension) {
+  expect_bad_input(dir, {in, dir.file("out.nosuchext")}, {"out.nosuchext"}, {in});
+}
+
+TEST_F(CliWithInput, UnknownEncoder) {
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--codec", "nosuchcodec"}, {"nosuchcodec"}, {in});
+}
+
+TEST_F(CliWithInput, UnknownEncoderOption) {
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "-c", "ffv1", "--encoder-opt", "no_such_opt=1"}, {"no_such_opt"},
+                   {in});
+}
+
+TEST_F(CliWithInput, ExistingOutputWithoutOverwrite) {
+  const std::string out = dir.file("out.mkv");
+  { std::ofstream(out) << "precious"; }
+  expect_bad_input(dir, {in, out}, {"already exists", "-y"}, {in, out});
+  // -y replaces it with a complete output.
+  const CliResult r = run_cli({in, out, "-y", "-c", "ffv1", "--vf", "boxblur=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(frames_in(out), 6u);
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"}));
+}
+
+TEST_F(CliWithInput, OutputIsInput) {
+  expect_bad_input(dir, {in, in}, {"input"}, {in});
+  expect_bad_input(dir, {in, in, "-y"}, {"input"}, {in});
+  expect_bad_input(dir, {in, (dir.path() / "." / "in.mkv").string(), "-y"}, {"input"}, {in});
+}
+
+TEST_F(CliWithInput, CudaWithoutDevice) {
+  // The CLI links no CUDA test helper: decide from the machine itself.
+  const CliResult probe = run_cli({in, dir.file("probe.mkv"), "-c", "ffv1", "--backend", "cuda"});
+  if (probe.exit_code == 0) GTEST_SKIP() << "a CUDA device is present";
+  fs::remove(dir.file("probe.mkv"));
+  expect_bad_input(dir, {in, dir.file("out.mkv"), "--backend", "cuda"}, {"cuda"}, {in});
+}
+
+// Truncated input: decode what is there, warn, exit 0, playable output.
+TEST(CliTruncated, WritesWhatDecodesAndWarns) {
+  TempDir dir;
+  const std::string in = dir.file("cut.mkv"), out = dir.file("out.mkv");
+  SyntheticClipSpec spec = small_clip(30);
+  spec.width = 96;
+  spec.height = 64;
+  spec.noise = true;
+  write_synthetic_clip(in, spec);
+  fs::resize_file(in, fs::file_size(in) * 6 / 10);
+  const std::string in_bytes = bytes_of(in);
+  const CliResult r = run_cli({in, out, "-c", "ffv1", "--vf", "gblur=sigma=1"});
+  ASSERT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.err, "warning")) << r.describe();
+  const size_t n = frames_in(out);
+  EXPECT_GT(n, 0u);
+  EXPECT_LT(n, 30u);
+  EXPECT_EQ(bytes_of(in), in_bytes);
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"cut.mkv", "out.mkv"}));
+}
+
+// ---------------------------------------------------------------------------
+// Successful runs
+// ---------------------------------------------------------------------------
+
+TEST_F(CliWithInput, DefaultRunKeepsFramesAndInput) {
+  const std::string out = dir.file("out.mkv");
+  const std::string in_bytes = bytes_of(in);
+  const CliResult r = run_cli({in, out, "--vf", "gblur=sigma=2,boxblur=radius=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.err, "done: 6 frames")) << r.describe();
+  EXPECT_FALSE(contains(r.err, "error")) << r.describe();
+  EXPECT_EQ(frames_in(out), 6u);
+  {
+    MediaReader rd(out);  // default encoder for mkv: libx264; audio copied
+    EXPECT_EQ(rd.video().codec_name, "h264");
+    EXPECT_EQ(rd.format_context()->nb_streams, 2u);
+  }
+  EXPECT_EQ(bytes_of(in), in_bytes);
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"}));
+}
+
+TEST_F(CliWithInput, StatsJson) {
+  const std::string out = dir.file("out.mkv"), js = dir.file("stats.json");
+  const CliResult r = run_cli({in, out, "-c", "ffv1", "--vf", "gblur=sigma=1.5", "--stats-json", js, "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(bytes_of(js))) << bytes_of(js);
+  EXPECT_EQ(j.at("frames").get<int64_t>(), 6);
+  EXPECT_GT(j.at("wall_s").get<double>(), 0);
+  EXPECT_GT(j.at("fps").get<double>(), 0);
+  EXPECT_TRUE(contains(j.at("filters").get<std::string>(), "gblur"));
+  EXPECT_EQ(j.at("input_pix_fmt").get<std::string>(), "yuv420p");
+  EXPECT_FALSE(j.at("stopped_early").get<bool>());
+  const auto& stages = j.at("stages");
+  for (const char* s : {"decode", "upload", "filter", "download", "encode"}) {
+    ASSERT_TRUE(stages.contains(s)) << s;
+    EXPECT_GE(stages.at(s).at("busy_s").get<double>(), 0) << s;
+    EXPECT_GE(stages.at(s).at("blocked_s").get<double>(), 0) << s;
+  }
+  EXPECT_EQ(frames_in(out), 6u);
+}
+
+TEST_F(CliWithInput, StatsJsonUnwritableIsAnError) {
+  const std::string out = dir.file("out.mkv");
+  const CliResult r = run_cli({in, out, "-c", "ffv1", "--stats-json", "/nonexistent/dir/stats.json", "-q"});
+  expect_clean_failure(r, {"stats"}, true);
+}
+
+TEST_F(CliWithInput, BackendCpuForced) {
+  const std::string out = dir.file("out.mkv"), js = dir.file("stats.json");
+  const CliResult r = run_cli({in, out, "-c", "ffv1", "--backend", "cpu", "--vf", "boxblur", "--stats-json", js});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.err, "backend: cpu (asked for)")) << r.describe();
+  EXPECT_EQ(nlohmann::json::parse(bytes_of(js)).at("backend").get<std::string>(), "cpu");
+}
+
+TEST_F(CliWithInput, QuietPrintsNothing) {
+  const std::string out = dir.file("out.mkv");
+  const CliResult r = run_cli({in, out, "-q", "--vf", "gblur=sigma=1", "--preset", "ultrafast"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(r.err.empty()) << r.describe();
+  EXPECT_TRUE(r.out.empty()) << r.describe();
+  EXPECT_EQ(frames_in(out), 6u);
+}
+
+TEST(CliStill, PngInPngOut) {
+  TempDir dir;
+  const std::string in = dir.file("still.png"), out = dir.file("blurred.png");
+  SyntheticClipSpec spec = small_clip(1);
+  spec.codec = "png";
+  spec.pix_fmt = AV_PIX_FMT_RGB24;
+  write_synthetic_clip(in, spec);
+  const CliResult r = run_cli({in, out, "--vf", "gblur=sigma=2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  MediaReader rd(out);
+  EXPECT_EQ(rd.video().codec_name, "png");
+  EXPECT_EQ(rd.video().width, 65);
+  EXPECT_EQ(rd.video().height, 49);
+  EXPECT_EQ(frames_in(out), 1u);
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"blurred.png", "still.png"}));
+}
+
+// ---------------------------------------------------------------------------
+// Ctrl-C: a finalised, playable output with the frames done, exit 130
+// ---------------------------------------------------------------------------
+
+TEST(CliSignal, SigintFinalisesOutput) {
+  TempDir dir;
+  const std::string in = dir.file("long.mp4"), out = dir.file("out.mp4");
+  SyntheticClipSpec spec;
+  spec.width = 320;
+  spec.height = 240;
+  spec.frames = 600;
+  spec.codec = "libx264";
+  spec.preset = "ultrafast";
+  write_synthetic_clip(in, spec);
+
+  // A heavy blur on the CPU keeps the run long on any machine.
+  CliProcess p({in, out, "--backend", "cpu", "--vf", "gblur=sigma=30", "--preset", "ultrafast", "--inflight", "2"},
+               capture_dir());
+  // Wait for the temporary output to hold data: the signal handler is
+  // installed and frames have gone through.
+  const std::string tmp = dir.file(".out.mp4.streamblur-" + std::to_string(p.pid()) + ".mp4");
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  bool started = false;
+  while (Clock::now() < deadline && !p.poll()) {
+    std::error_code ec;
+    if (fs::exists(tmp, ec) && fs::file_size(tmp, ec) > 0) {
+      started = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (!started || p.poll()) {
+    const CliResult r = p.wait();
+    GTEST_SKIP() << "the run ended before the signal could be sent: " << r.describe();
+  }
+  ASSERT_EQ(::kill(p.pid(), SIGINT), 0);
+  const CliResult r = p.wait();
+  ASSERT_FALSE(r.timed_out) << r.describe();
+  ASSERT_TRUE(r.exited) << "ended by a signal, not by finishing: " << r.describe();
+  if (r.exit_code == 0) GTEST_SKIP() << "the run finished before the signal was handled";
+  EXPECT_EQ(r.exit_code, 130) << r.describe();
+  EXPECT_TRUE(contains(r.err, "stopped early")) << r.describe();
+  ASSERT_TRUE(fs::exists(out)) << r.describe();
+  const size_t n = frames_in(out);  // an mp4 reads back only when finalised
+  EXPECT_GT(n, 0u);
+  EXPECT_LT(n, 600u);
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"long.mp4", "out.mp4"}));
+}
+
+}  // namespace
