@@ -165,6 +165,6 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     if (!quiet && ::isatty(STDERR_FILENO)) std::cerr << "\n";  // end a progress line first
     std::cerr << "streamblur: error: " << e.what() << "\n";
-    return 1;
+    return g_stop.load() ? 130 : 1;  // interrupted (Ctrl-C before the first frame was done)
   }
 }

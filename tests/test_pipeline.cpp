@@ -934,6 +934,7 @@ TEST(PipelineRun, StopBeforeStartWritesNothing) {
   PipelineOptions o = options_for(in, out, "gblur", Backend::Cpu);
   o.stop = &stop;
   EXPECT_THROW(run_pipeline(o), std::runtime_error);
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { run_pipeline(o); }), "stopped");
   EXPECT_EQ(dir.listing(), std::vector<std::string>{"in.mkv"});
 }
 

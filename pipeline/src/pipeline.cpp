@@ -414,7 +414,11 @@ RunStats run_pipeline(const PipelineOptions& opt) {
     throw;
   }
 
-  if (frames_out == 0) throw std::runtime_error("no video frames could be decoded from '" + opt.input + "'");
+  if (frames_out == 0) {
+    // Stopped (Ctrl-C) before the first frame: say so rather than blame the input.
+    if (opt.stop && opt.stop->load()) throw std::runtime_error("stopped before any frame was done; no output written");
+    throw std::runtime_error("no video frames could be decoded from '" + opt.input + "'");
+  }
   if (!sink) {
     for (auto& pkt : reader.take_remaining_passthrough()) writer->write_passthrough(*pkt);
     writer->finish();
