@@ -8,7 +8,13 @@
 #include <fstream>
 #include <iostream>
 
+extern "C" {
+#include <libavutil/log.h>
+}
+
 #include "bench_kernels.hpp"
+#include "bench_pipeline.hpp"
+#include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/io/synthetic_clip.hpp"
 
 namespace {
@@ -27,6 +33,58 @@ void print_kernel_row(const streamblur::bench::KernelResult& r) {
   if (r.npp_us >= 0) std::printf(" %10.1f %9.2f %8d", r.npp_us, r.npp_us / r.ours_us, r.npp_max_diff);
   std::printf("\n");
   std::fflush(stdout);
+}
+
+nlohmann::json kernel_json(const std::vector<streamblur::bench::KernelResult>& results) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : results)
+    j.push_back({{"width", r.width}, {"height", r.height}, {"filter", r.filter}, {"param", r.param}, {"taps", r.taps},
+                 {"ours_us", r.ours_us}, {"copy_us", r.copy_us}, {"ratio_to_copy", r.ours_us / r.copy_us},
+                 {"npp_us", r.npp_us}, {"npp_max_diff", r.npp_max_diff}});
+  return j;
+}
+
+std::vector<streamblur::bench::KernelResult> kernel_table(bool quick) {
+  streamblur::bench::KernelBenchOptions opt;
+  if (quick) {
+    opt.sizes = {{640, 360}};
+    opt.samples = 3;
+  }
+  const bool npp = streamblur::bench::npp_available();
+  std::printf("Kernel benchmark: median GPU time per plane (8-bit), rotating over 16 buffers; x_copy = ours / device copy%s\n",
+              npp ? "; npp/ours > 1 means streamblur is faster; maxdiff = largest |NPP - ours|" : " (NPP not built in)");
+  print_kernel_header(npp);
+  opt.progress = print_kernel_row;
+  return streamblur::bench::run_kernel_bench(opt);
+}
+
+nlohmann::json stage(const streamblur::StageStats& s) { return {{"busy_s", s.busy_s}, {"blocked_s", s.blocked_s}}; }
+
+void print_pipeline_table(const std::vector<streamblur::bench::JobResult>& rs) {
+  std::printf("\nPipeline benchmark (busy seconds per stage; GPU stages timed with CUDA events; blk = time the decoded frames "
+              "waited for a free slot / the finished frames waited for the encoder)\n");
+  std::printf("%-14s %-16s %-10s %-7s %6s %9s %8s %16s %8s | %7s %6s %7s %6s %6s %7s %6s | %s\n", "clip", "job", "tool",
+              "backend", "frames", "fps", "wall_s", "ratio", "vs_ffm", "decode", "blk", "upload", "filter", "down", "encode",
+              "blk", "bound by");
+  for (const auto& r : rs) {
+    char ratio[40];
+    std::snprintf(ratio, sizeof ratio, "%.3f/%s", r.ratio, r.reference.c_str());
+    double vs = 0;
+    if (r.tool == "streamblur")
+      for (const auto& f : rs)
+        if (f.tool == "ffmpeg" && f.clip == r.clip && f.job == r.job && f.fps > 0) vs = r.fps / f.fps;
+    char vs_text[16] = "-";
+    if (vs > 0) std::snprintf(vs_text, sizeof vs_text, "%.2f", vs);
+    std::printf("%-14s %-16s %-10s %-7s %6lld %9.1f %8.2f %16s %8s", r.clip.c_str(), r.job.c_str(), r.tool.c_str(),
+                r.backend.empty() ? "-" : r.backend.c_str(), static_cast<long long>(r.frames), r.fps, r.wall_s, ratio, vs_text);
+    if (r.tool == "streamblur") {
+      const auto& s = r.stats;
+      std::printf(" | %7.2f %6.2f %7.3f %6.3f %6.3f %7.2f %6.2f | %s\n", s.decode.busy_s, s.decode.blocked_s, s.upload.busy_s,
+                  s.filter.busy_s, s.download.busy_s, s.encode.busy_s, s.download.blocked_s, s.bounding_stage.c_str());
+    } else {
+      std::printf(" |\n");
+    }
+  }
 }
 
 }  // namespace
@@ -48,8 +106,25 @@ int main(int argc, char** argv) {
   make_clip->add_option("--frames", clip_frames, "frame count (30 fps)")->check(CLI::Range(1, 100000));
   make_clip->add_option("--codec", clip_codec, "video encoder");
   make_clip->add_flag("--no-audio", clip_no_audio, "leave out the audio track");
+  auto* pipeline = app.add_subcommand("pipeline", "whole jobs on sample clips (or --clips DIR): decode only, transcode, "
+                                      "gblur transcode, a chain to a null sink, on each backend, FFmpeg side by side");
+  streamblur::bench::PipelineBenchOptions popt;
+  bool tiny = false, no_cpu = false, no_ffmpeg = false, with_kernels = true;
+  pipeline->add_option("--clips", popt.clips_dir, "use every file in DIR instead of the generated samples");
+  pipeline->add_option("--work-dir", popt.work_dir, "where samples are made and kept (default bench-clips)");
+  pipeline->add_option("--frames", popt.sample_frames, "frames per sample clip (default 300)")->check(CLI::Range(1, 100000));
+  pipeline->add_option("--codec", popt.codec, "encoder (default libx264)");
+  pipeline->add_option("--preset", popt.preset, "encoder preset (default ultrafast)");
+  pipeline->add_flag("--tiny", tiny, "tiny clips and few frames: checks that everything runs (CI)");
+  pipeline->add_flag("--no-cpu", no_cpu, "skip the CPU backend when CUDA is present");
+  pipeline->add_flag("--no-ffmpeg", no_ffmpeg, "do not run an ffmpeg program side by side");
+  pipeline->add_flag("!--no-kernels", with_kernels, "skip the kernel table");
+  pipeline->add_option("--json", json_path, "write every figure to FILE");
+  av_log_set_level(AV_LOG_ERROR);
   try {
     app.parse(argc, argv);
+    popt.cpu = !no_cpu;
+    popt.ffmpeg = !no_ffmpeg;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
@@ -69,24 +144,47 @@ int main(int argc, char** argv) {
                   spec.audio ? ", AAC audio" : "");
     }
     if (*kernels) {
-      streamblur::bench::KernelBenchOptions opt;
-      if (quick) {
-        opt.sizes = {{640, 360}};
-        opt.samples = 3;
+      const auto results = kernel_table(quick);
+      if (!json_path.empty()) std::ofstream(json_path) << nlohmann::json{{"kernels", kernel_json(results)}}.dump(2) << "\n";
+    }
+    if (*pipeline) {
+      if (tiny) {
+        popt.sample_sizes = {{160, 90}, {322, 182}};
+        popt.sample_frames = 12;
+        if (popt.work_dir == "bench-clips") popt.work_dir = "bench-clips-tiny";
       }
-      const bool npp = streamblur::bench::npp_available();
-      std::printf("Kernel benchmark: median GPU time per plane (8-bit), rotating over 16 buffers; x_copy = ours / device copy%s\n",
-                  npp ? "; npp/ours > 1 means streamblur is faster; maxdiff = largest |NPP - ours|" : " (NPP not built in)");
-      print_kernel_header(npp);
-      opt.progress = print_kernel_row;
-      const auto results = streamblur::bench::run_kernel_bench(opt);
+      popt.progress = [](const std::string& line) {
+        std::fprintf(stderr, "%s\n", line.c_str());
+        std::fflush(stderr);
+      };
+      const std::string ffmpeg = popt.ffmpeg ? streamblur::bench::find_ffmpeg() : "";
+      std::fprintf(stderr, "ffmpeg side by side: %s\n", ffmpeg.empty() ? "no (no ffmpeg on the PATH)" : ffmpeg.c_str());
+      const auto rs = streamblur::bench::run_pipeline_bench(popt);
+      print_pipeline_table(rs);
+      std::vector<streamblur::bench::KernelResult> kr;
+      const bool gpu = streamblur::cuda::device_count() > 0;
+      if (with_kernels && gpu) {
+        std::printf("\n");
+        kr = kernel_table(tiny);
+      } else if (with_kernels) {
+        std::printf("\nKernel table: skipped (no CUDA device)\n");
+      }
       if (!json_path.empty()) {
-        nlohmann::json j = nlohmann::json::array();
-        for (const auto& r : results)
-          j.push_back({{"width", r.width}, {"height", r.height}, {"filter", r.filter}, {"param", r.param}, {"taps", r.taps},
-                       {"ours_us", r.ours_us}, {"copy_us", r.copy_us}, {"ratio_to_copy", r.ours_us / r.copy_us},
-                       {"npp_us", r.npp_us}, {"npp_max_diff", r.npp_max_diff}});
-        std::ofstream(json_path) << nlohmann::json{{"kernels", j}}.dump(2) << "\n";
+        nlohmann::json jobs = nlohmann::json::array();
+        for (const auto& r : rs) {
+          nlohmann::json j = {{"clip", r.clip}, {"job", r.job}, {"tool", r.tool}, {"backend", r.backend},
+                              {"frames", r.frames}, {"wall_s", r.wall_s}, {"fps", r.fps}, {"ratio", r.ratio},
+                              {"reference", r.reference}};
+          if (r.tool == "streamblur")
+            j["stages"] = {{"decode", stage(r.stats.decode)}, {"upload", stage(r.stats.upload)},
+                           {"filter", stage(r.stats.filter)}, {"download", stage(r.stats.download)},
+                           {"encode", stage(r.stats.encode)}},
+            j["bounding_stage"] = r.stats.bounding_stage, j["filters"] = r.stats.filters;
+          jobs.push_back(j);
+        }
+        nlohmann::json out = {{"jobs", jobs}, {"codec", popt.codec}, {"preset", popt.preset}, {"gpu", gpu},
+                              {"ffmpeg", ffmpeg}, {"kernels", kernel_json(kr)}};
+        std::ofstream(json_path) << out.dump(2) << "\n";
       }
     }
     return 0;
