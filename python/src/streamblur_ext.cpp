@@ -170,7 +170,8 @@ Image describe(const InArray& a, const char* what) {
       throw std::runtime_error(std::string(what) + " is a CUDA array but no CUDA device is usable here");
     const int cur = current_device();
     if (im.device != cur)
-      throw std::invalid_argument(std::string(what) + " is on CUDA device " + std::to_string(im.device) +
+      throw std::invalid_argument(std::string(what == std::string("image") ? "array" : "out= array") +
+                                  " is on CUDA device " + std::to_string(im.device) +
                                   " but streamblur runs on device " + std::to_string(cur) +
                                   " (the current device); make device " + std::to_string(im.device) +
                                   " current first (cupy.cuda.Device(n).use(), torch.cuda.set_device(n))");

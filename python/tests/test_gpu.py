@@ -1,0 +1,167 @@
+"""CUDA paths: CuPy and PyTorch arrays in and out, streams, managed memory,
+devices. Skipped without a GPU (and without CuPy / PyTorch)."""
+
+import numpy as np
+import pytest
+
+import streamblur
+from conftest import max_diff, pattern
+
+SHAPES = [(1, 1), (37, 23), (24, 33, 3), (15, 40, 4), (1081, 1921)]
+
+
+def cupy_pointer_is_device(cp, arr):
+    attrs = cp.cuda.runtime.pointerGetAttributes(arr.data.ptr)
+    return attrs.type == cp.cuda.runtime.memoryTypeDevice
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16], ids=lambda d: np.dtype(d).name)
+def test_cupy_in_cupy_out(cupy, dtype, shape):
+    cp = cupy
+    host = pattern(shape, dtype)
+    d = cp.asarray(host)
+    got = streamblur.gaussian_blur(d, 2.0)
+    assert isinstance(got, cp.ndarray)
+    assert got.device.id == d.device.id
+    assert got.shape == d.shape and got.dtype == d.dtype
+    assert cupy_pointer_is_device(cp, got)
+    assert max_diff(cp.asnumpy(got), streamblur.gaussian_blur(host, 2.0, backend="cpu")) <= 1
+    assert max_diff(cp.asnumpy(got), streamblur._reference_gaussian_blur(host, 2.0)) <= 1
+    np.testing.assert_array_equal(cp.asnumpy(streamblur.box_blur(d, 2)), streamblur._reference_box_blur(host, 2))
+
+
+def test_cupy_strided_and_out(cupy):
+    cp = cupy
+    host = pattern((80, 70, 3), np.uint8, seed=3)
+    big = cp.asarray(host)
+    view = big[::2, 1:-1]  # strided rows on the device
+    got = streamblur.box_blur(view, 1)
+    np.testing.assert_array_equal(cp.asnumpy(got), streamblur._reference_box_blur(host[::2, 1:-1].copy(), 1))
+    trans = cp.asarray(host[..., 0]).T  # pixels not packed: copied on the device
+    np.testing.assert_array_equal(cp.asnumpy(streamblur.box_blur(trans, 1)),
+                                  streamblur._reference_box_blur(host[..., 0].T.copy(), 1))
+    out = cp.zeros_like(view)
+    assert streamblur.box_blur(view, 1, out=out) is out
+    np.testing.assert_array_equal(cp.asnumpy(out), cp.asnumpy(got))
+    streamblur.box_blur(big, 1, out=big)  # in place
+    np.testing.assert_array_equal(cp.asnumpy(big), streamblur._reference_box_blur(host, 1))
+
+
+def test_cupy_stream(cupy):
+    cp = cupy
+    host = pattern((512, 640), np.uint8, seed=4)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        d = cp.asarray(host)
+        got = streamblur.gaussian_blur(d, 3.0, stream=stream)
+        got2 = streamblur.gaussian_blur(d, 3.0, stream=stream.ptr)
+    ref = streamblur._reference_gaussian_blur(host, 3.0)
+    assert max_diff(cp.asnumpy(got), ref) <= 1
+    assert max_diff(cp.asnumpy(got2), ref) <= 1
+
+
+def test_cupy_chain(cupy):
+    cp = cupy
+    host = pattern((64, 48, 2), np.uint16, seed=5)
+    got = streamblur.Chain("gblur=sigma=2,boxblur=radius=1")(cp.asarray(host))
+    assert isinstance(got, cp.ndarray)
+    ref = streamblur._reference_box_blur(streamblur._reference_gaussian_blur(host, 2), 1)
+    assert max_diff(cp.asnumpy(got), ref) <= 1
+
+
+def test_cupy_cpu_backend_refused(cupy):
+    with pytest.raises(ValueError, match="backend='cpu' cannot read or write CUDA device memory"):
+        streamblur.box_blur(cupy.zeros((4, 4), cupy.uint8), 1, backend="cpu")
+
+
+def test_cupy_wrong_dtype(cupy):
+    with pytest.raises(TypeError, match="float32"):
+        streamblur.box_blur(cupy.zeros((4, 4), cupy.float32), 1)
+
+
+@pytest.mark.parametrize("dtype_name", ["uint8", "uint16"])
+def test_torch_in_torch_out(torch, dtype_name):
+    dtype = getattr(torch, dtype_name, None)
+    if dtype is None:
+        pytest.skip(f"torch has no {dtype_name}")
+    host = pattern((45, 38, 3), np.dtype(dtype_name), seed=6)
+    t = torch.from_numpy(host.astype(np.int64)).to(dtype).cuda()
+    try:
+        got = streamblur.gaussian_blur(t, 2.0)
+    except (TypeError, BufferError, RuntimeError) as e:
+        if dtype_name == "uint16":
+            pytest.skip(f"this torch cannot export uint16 through DLPack: {e}")
+        raise
+    assert isinstance(got, torch.Tensor)
+    assert got.is_cuda and got.device == t.device and got.dtype == t.dtype
+    back = got.cpu().to(torch.int64).numpy()
+    assert max_diff(back, streamblur._reference_gaussian_blur(host, 2.0)) <= 1
+
+
+def test_torch_stream_and_out(torch):
+    host = pattern((300, 200), np.uint8, seed=7)
+    t = torch.from_numpy(host).cuda()
+    out = torch.empty_like(t)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())  # t and out were made on the current stream
+    with torch.cuda.stream(s):
+        res = streamblur.box_blur(t, 2, out=out, stream=s)
+    s.synchronize()
+    assert res is out
+    np.testing.assert_array_equal(out.cpu().numpy(), streamblur._reference_box_blur(host, 2))
+
+
+def test_torch_non_contiguous(torch):
+    host = pattern((40, 30), np.uint8, seed=8)
+    t = torch.from_numpy(host).cuda().t()  # transposed view
+    got = streamblur.box_blur(t, 1)
+    np.testing.assert_array_equal(got.cpu().numpy(), streamblur._reference_box_blur(host.T.copy(), 1))
+
+
+def test_managed_memory_path(gpu):
+    m = streamblur.managed_empty((256, 256), np.uint8)
+    assert streamblur.is_managed(m)
+    m[:] = pattern((256, 256), np.uint8, seed=9)
+    ref = streamblur._reference_box_blur(m, 1)
+    res = streamblur.box_blur(m, 1)
+    assert streamblur.is_managed(res)  # managed in, managed out: no host copy
+    np.testing.assert_array_equal(res, ref)
+    view = m[::2, 3:]  # strided managed view
+    np.testing.assert_array_equal(streamblur.box_blur(view, 1), streamblur._reference_box_blur(view.copy(), 1))
+    streamblur.box_blur(m, 1, out=m)  # in place on the GPU
+    np.testing.assert_array_equal(m, ref)
+    g = streamblur.managed_empty((64, 64, 3), np.uint16)
+    g[:] = pattern((64, 64, 3), np.uint16)
+    assert max_diff(streamblur.gaussian_blur(g, 2.0), streamblur._reference_gaussian_blur(g, 2.0)) <= 1
+
+
+def test_numpy_on_gpu_matches_cpu_backend(gpu):
+    for shape, dtype in [((1081, 1921), np.uint8), ((97, 131, 3), np.uint16), ((5, 3, 4), np.uint8)]:
+        img = pattern(shape, dtype, seed=10)
+        gpu_res = streamblur.gaussian_blur(img, 2.5, backend="cuda")
+        cpu_res = streamblur.gaussian_blur(img, 2.5, backend="cpu")
+        assert max_diff(gpu_res, cpu_res) <= 1
+        np.testing.assert_array_equal(streamblur.box_blur(img, 3, backend="cuda"), streamblur.box_blur(img, 3, backend="cpu"))
+
+
+def test_raw_stream_handle(cupy):
+    cp = cupy
+    host = pattern((64, 64), np.uint8, seed=11)
+    s = cp.cuda.Stream(non_blocking=True)
+    got = streamblur.box_blur(host, 1, stream=s.ptr)  # numpy via a caller's stream
+    np.testing.assert_array_equal(got, streamblur._reference_box_blur(host, 1))
+
+
+def test_array_on_another_device(cupy):
+    cp = cupy
+    if streamblur.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    with cp.cuda.Device(1):
+        d = cp.zeros((16, 16), cp.uint8)
+    with cp.cuda.Device(0):
+        with pytest.raises(ValueError, match="array is on CUDA device 1 but streamblur runs on device 0"):
+            streamblur.box_blur(d, 1)
+    with cp.cuda.Device(1):
+        got = streamblur.box_blur(d, 1)
+        assert got.device.id == 1
