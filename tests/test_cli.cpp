@@ -536,6 +536,19 @@ TEST_F(CliWithInput, QuietPrintsNothing) {
   EXPECT_EQ(frames_in(out), 6u);
 }
 
+// Known bug (io/writer.cpp, not this suite's to fix): MediaWriter prints its
+// notes ("encoder png cannot take yuv420p; converting frames to rgb24", naming
+// the temporary file) straight to stderr, so -q is not quiet when the encoder
+// needs another pixel format. Enable once the writer's notes go through
+// PipelineOptions::note.
+TEST_F(CliWithInput, DISABLED_QuietPrintsNothingWhenTheEncoderConverts) {
+  const std::string out = dir.file("frame.png");
+  const CliResult r = run_cli({in, out, "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(r.err.empty()) << r.describe();
+  EXPECT_TRUE(r.out.empty()) << r.describe();
+}
+
 TEST(CliStill, PngInPngOut) {
   TempDir dir;
   const std::string in = dir.file("still.png"), out = dir.file("blurred.png");
