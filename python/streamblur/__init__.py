@@ -19,8 +19,10 @@ Where the work runs:
 ``out=`` writes into a given array of the same shape and dtype (``out=img``
 blurs in place). ``stream=`` orders the work on the caller's CUDA stream (a raw
 ``cudaStream_t`` as int, a CuPy ``Stream`` or a ``torch.cuda.Stream``); the
-default is the legacy default stream. Every call returns once its work is done
-(it waits on that stream only; the filter's scratch memory is freed on return).
+default is the framework's current stream for CuPy and PyTorch arrays (the
+legacy default stream unless you chose another) and the legacy default stream
+otherwise. Every call returns once its work is done (it waits on that stream
+only; the filter's scratch memory is freed on return).
 
 The filters and their spec syntax are those of the ``streamblur`` CLI::
 
@@ -35,7 +37,14 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import _streamblur as _ext
+try:
+    from . import _streamblur as _ext
+except ImportError as _e:  # the source folder without the built module, usually
+    raise ImportError(
+        f"streamblur: the compiled module streamblur._streamblur cannot be loaded ({_e}). Install the package "
+        "with `python3 -m pip install ./python` from the checkout, and do not run Python from inside python/ "
+        "(its streamblur/ source folder would shadow the installed package)."
+    ) from _e
 
 __all__ = [
     "gaussian_blur",
@@ -173,6 +182,19 @@ def _stream_handle(stream: Any) -> int:
     )
 
 
+def _current_framework_stream(arr: Any, fw: str) -> int:
+    """The framework's current stream for a CUDA array (0, the legacy default, for host arrays)."""
+    if fw == "cupy":
+        import cupy  # noqa: PLC0415
+
+        return int(cupy.cuda.get_current_stream().ptr)
+    if fw == "torch" and arr.is_cuda:
+        import torch  # noqa: PLC0415
+
+        return int(torch.cuda.current_stream(arr.device).cuda_stream)
+    return 0
+
+
 def _check_out(out: Any, img: Any) -> Any:
     fw = _framework(out)
     if fw == "numpy" and not out.flags.writeable:
@@ -193,6 +215,8 @@ def _run(spec: str, img: Any, out: Any, stream: Any, backend: str) -> Any:
         raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', got {backend!r}")
     handle = _stream_handle(stream)
     src, fw = _prepare_input(img)
+    if stream is None and fw in ("cupy", "torch"):
+        handle = _current_framework_stream(src, fw)
     if out is None:
         where = _ext.memory_kind(src)  # also checks dtype, shape, device
         dst = _new_output(src, fw, where)

@@ -56,9 +56,11 @@ def test_cupy_stream(cupy):
         d = cp.asarray(host)
         got = streamblur.gaussian_blur(d, 3.0, stream=stream)
         got2 = streamblur.gaussian_blur(d, 3.0, stream=stream.ptr)
+        got3 = streamblur.gaussian_blur(d, 3.0)  # no stream=: CuPy's current stream
     ref = streamblur._reference_gaussian_blur(host, 3.0)
     assert max_diff(cp.asnumpy(got), ref) <= 1
     assert max_diff(cp.asnumpy(got2), ref) <= 1
+    assert max_diff(cp.asnumpy(got3), ref) <= 1
 
 
 def test_cupy_chain(cupy):
