@@ -16,6 +16,6 @@ cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure -j "$jobs"
 if [ -f python/pyproject.toml ]; then
   python3 -m pip install -q --disable-pip-version-check --no-build-isolation ./python
-  (cd python && MPLBACKEND=Agg python3 -m pytest -q tests)
+  MPLBACKEND=Agg python3 -m pytest -q python/tests
 fi
 echo "tests/run.sh: all tests passed"
