@@ -17,6 +17,7 @@ extern "C" {
 #include <libavutil/log.h>
 }
 
+#include "streamblur/io/log.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 
 namespace {
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  av_log_set_level(verbose ? AV_LOG_INFO : AV_LOG_QUIET);
+  streamblur::io::install_log_capture(verbose ? AV_LOG_INFO : AV_LOG_QUIET);
   try {
     if (list_filters) {
       std::cout << "Filters (chain them with ',', options as name=value separated by ':'):\n" << streamblur::filter_list();

@@ -13,6 +13,7 @@ extern "C" {
 }
 
 #include "bench_kernels.hpp"
+#include "streamblur/io/log.hpp"
 #include "bench_pipeline.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/io/synthetic_clip.hpp"
@@ -120,7 +121,7 @@ int main(int argc, char** argv) {
   pipeline->add_flag("--no-ffmpeg", no_ffmpeg, "do not run an ffmpeg program side by side");
   pipeline->add_flag("!--no-kernels", with_kernels, "skip the kernel table");
   pipeline->add_option("--json", json_path, "write every figure to FILE");
-  av_log_set_level(AV_LOG_ERROR);
+  streamblur::io::install_log_capture(AV_LOG_QUIET);
   try {
     app.parse(argc, argv);
     popt.cpu = !no_cpu;

@@ -536,17 +536,37 @@ TEST_F(CliWithInput, QuietPrintsNothing) {
   EXPECT_EQ(frames_in(out), 6u);
 }
 
-// Known bug (io/writer.cpp, not this suite's to fix): MediaWriter prints its
-// notes ("encoder png cannot take yuv420p; converting frames to rgb24", naming
-// the temporary file) straight to stderr, so -q is not quiet when the encoder
-// needs another pixel format. Enable once the writer's notes go through
-// PipelineOptions::note.
-TEST_F(CliWithInput, DISABLED_QuietPrintsNothingWhenTheEncoderConverts) {
+// The writer's notes ("encoder png cannot take yuv420p; converting ...") go
+// through PipelineOptions::note, so -q silences them too.
+TEST_F(CliWithInput, QuietPrintsNothingWhenTheEncoderConverts) {
   const std::string out = dir.file("frame.png");
   const CliResult r = run_cli({in, out, "-q"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(r.err.empty()) << r.describe();
   EXPECT_TRUE(r.out.empty()) << r.describe();
+}
+
+TEST_F(CliWithInput, WriterNotesNameTheOutputNotItsTemporaryFile) {
+  const std::string out = dir.file("frame.png");
+  const CliResult r = run_cli({in, out});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("converting frames to"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find(out), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err.find(".streamblur-"), std::string::npos) << r.describe();
+}
+
+TEST(CliOddSize, Libx264OddSizeErrorQuotesTheEncodersReason) {
+  TempDir dir;
+  const std::string in = dir.file("odd.mkv"), out = dir.file("odd.mp4");
+  SyntheticClipSpec spec = small_clip(2);
+  spec.width = 65;
+  spec.height = 49;
+  write_synthetic_clip(in, spec);
+  const CliResult r = run_cli({in, out, "-q"});
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("libx264"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("divisible by 2"), std::string::npos) << r.describe();
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(CliStill, PngInPngOut) {

@@ -11,6 +11,7 @@ extern "C" {
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string_view>
@@ -18,6 +19,7 @@ extern "C" {
 
 #include "streamblur/io/av_error.hpp"
 #include "streamblur/io/convert.hpp"
+#include "streamblur/io/log.hpp"
 
 namespace streamblur::io {
 
@@ -67,7 +69,9 @@ bool valid_rational(AVRational r) { return r.num > 0 && r.den > 0; }
 }  // namespace
 
 struct MediaWriter::Impl {
-  std::string path;
+  std::string path;   // the file written
+  std::string shown;  // the name messages use (EncoderOptions::display_name, else path)
+  std::function<void(const std::string&)> note_sink;
   AVFormatContext* oc = nullptr;  // owned; freed in the destructor
   AVCodecContextPtr enc;
   int video_out_index = -1;
@@ -86,6 +90,15 @@ struct MediaWriter::Impl {
       if (oc->pb && !(oc->oformat->flags & AVFMT_NOFILE)) avio_closep(&oc->pb);
       avformat_free_context(oc);
     }
+  }
+
+  // A note for the user, printf-style, through EncoderOptions::note (default: stderr).
+  template <class... A>
+  void note(const char* fmt, A... args) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, fmt, args...);
+    if (note_sink) note_sink(buf);
+    else std::fprintf(stderr, "%s\n", buf);
   }
 
   void open(const MediaReader& input, const AVFrame& first, const EncoderOptions& options);
@@ -127,6 +140,7 @@ AVCodecContextPtr MediaWriter::Impl::try_open_encoder(const AVCodec* codec, cons
   std::unique_ptr<AVDictionary, DictDeleter> dict(raw);
 
   raw = dict.release();
+  take_last_log_error();  // forget older messages: a failure below quotes its own
   rc = avcodec_open2(ctx.get(), codec, &raw);
   dict.reset(raw);
   if (rc >= 0) {
@@ -144,7 +158,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
   // --- container --------------------------------------------------------
   const char* format_name = options.format_name.empty() ? nullptr : options.format_name.c_str();
   AV_CHECK_CTX(avformat_alloc_output_context2(&oc, nullptr, format_name, path.c_str()),
-               "cannot choose an output format for " + in_quotes(path) +
+               "cannot choose an output format for " + in_quotes(shown) +
                    (format_name ? " (format " + in_quotes(options.format_name) + ")" : std::string()));
   const AVOutputFormat* ofmt = oc->oformat;
 
@@ -154,7 +168,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
   if (codec->type != AVMEDIA_TYPE_VIDEO)
     throw AVError("encoder " + in_quotes(options.codec) + " is not a video encoder", AVERROR(EINVAL));
   if (avformat_query_codec(ofmt, codec->id, FF_COMPLIANCE_NORMAL) == 0)
-    throw AVError("the " + std::string(ofmt->name) + " container of " + in_quotes(path) + " cannot hold " +
+    throw AVError("the " + std::string(ofmt->name) + " container of " + in_quotes(shown) + " cannot hold " +
                       avcodec_get_name(codec->id) + " video",
                   AVERROR(EINVAL));
 
@@ -165,7 +179,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
       throw AVError("encoder " + in_quotes(codec->name) + " takes no pixel format that " + pix_fmt_name(src_fmt) +
                         " converts to",
                     AVERROR(EINVAL));
-    std::fprintf(stderr, "note: %s: encoder %s cannot take %s; converting frames to %s\n", path.c_str(),
+    note("note: %s: encoder %s cannot take %s; converting frames to %s", shown.c_str(),
                  codec->name, pix_fmt_name(src_fmt), pix_fmt_name(best));
     converter = std::make_unique<FrameConverter>(first.width, first.height, src_fmt, best);
   }
@@ -196,7 +210,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
       AVCodecContextPtr retry =
           try_open_encoder(codec, first, options, fallback, vinfo.frame_rate, sar, rc2, leftover2);
       if (rc2 >= 0) {
-        std::fprintf(stderr, "note: %s: encoder %s rejected time base %d/%d; using %d/%d\n", path.c_str(),
+        note("note: %s: encoder %s rejected time base %d/%d; using %d/%d", shown.c_str(),
                      codec->name, tb.num, tb.den, fallback.num, fallback.den);
         enc = std::move(retry);
         rc = rc2;
@@ -210,10 +224,11 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
     if (!options.preset.empty()) asked += "preset " + in_quotes(options.preset);
     if (options.crf >= 0) asked += std::string(asked.empty() ? "" : ", ") + "crf " + std::to_string(options.crf);
     for (const auto& [k, v] : options.options) asked += std::string(asked.empty() ? "" : ", ") + k + "=" + v;
+    const std::string said = take_last_log_error();  // e.g. libx264: "width not divisible by 2"
     throw_av_error(rc, "avcodec_open2", __FILE__, __LINE__,
                    "cannot open encoder " + in_quotes(codec->name) + (asked.empty() ? "" : " (" + asked + ")") +
                        " for " + std::to_string(first.width) + "x" + std::to_string(first.height) + " " +
-                       pix_fmt_name(enc->pix_fmt));
+                       pix_fmt_name(enc->pix_fmt) + (said.empty() ? "" : " [" + said + "]"));
   }
   if (!leftover.empty())
     throw AVError("encoder " + in_quotes(codec->name) + " has no option " + in_quotes(leftover), AVERROR_OPTION_NOT_FOUND);
@@ -230,7 +245,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
       AVStream* st = avformat_new_stream(oc, nullptr);
       if (!st) throw std::bad_alloc();
       AV_CHECK_CTX(avcodec_parameters_from_context(st->codecpar, enc.get()),
-                   "cannot set the video stream parameters of " + in_quotes(path));
+                   "cannot set the video stream parameters of " + in_quotes(shown));
       st->time_base = enc->time_base;
       if (valid_rational(vinfo.frame_rate)) st->avg_frame_rate = vinfo.frame_rate;
       st->sample_aspect_ratio = enc->sample_aspect_ratio;
@@ -244,20 +259,20 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
     const char* kind = av_get_media_type_string(par->codec_type);
     kind = kind ? kind : "unknown";
     if (par->codec_id == AV_CODEC_ID_NONE) {
-      std::fprintf(stderr, "note: %s: input stream %u (%s) has no known codec; not copied\n", path.c_str(), i, kind);
+      note("note: %s: input stream %u (%s) has no known codec; not copied", shown.c_str(), i, kind);
       continue;
     }
     if (image_muxer) {
-      std::fprintf(stderr, "note: %s: an image file holds one picture; input stream %u (%s) not copied\n",
-                   path.c_str(), i, kind);
+      note("note: %s: an image file holds one picture; input stream %u (%s) not copied",
+                   shown.c_str(), i, kind);
       continue;
     }
     if (par->codec_type == AVMEDIA_TYPE_ATTACHMENT) {
       // Fonts and other attachments: only Matroska stores them (avformat_query_codec
       // does not know them as codecs).
       if (std::strcmp(ofmt->name, "matroska") != 0) {
-        std::fprintf(stderr, "note: %s: the %s container cannot hold attachments; input stream %u not copied\n",
-                     path.c_str(), ofmt->name, i);
+        note("note: %s: the %s container cannot hold attachments; input stream %u not copied",
+                     shown.c_str(), ofmt->name, i);
         continue;
       }
     }
@@ -270,8 +285,8 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
     if (par->codec_type == AVMEDIA_TYPE_AUDIO) kind_default = ofmt->audio_codec;
     if (par->codec_type == AVMEDIA_TYPE_SUBTITLE) kind_default = ofmt->subtitle_codec;
     if (holds == 0 || (holds < 0 && kind_default == AV_CODEC_ID_NONE)) {
-      std::fprintf(stderr, "note: %s: the %s container cannot hold input stream %u (%s %s); not copied\n",
-                   path.c_str(), ofmt->name, i, kind, avcodec_get_name(par->codec_id));
+      note("note: %s: the %s container cannot hold input stream %u (%s %s); not copied",
+                   shown.c_str(), ofmt->name, i, kind, avcodec_get_name(par->codec_id));
       continue;
     }
     // Copy into a scratch first: a stream once added cannot be taken out again.
@@ -279,14 +294,14 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
     if (!scratch) throw std::bad_alloc();
     rc = avcodec_parameters_copy(scratch.get(), par);
     if (rc < 0) {
-      std::fprintf(stderr, "note: %s: cannot copy input stream %u (%s %s): %s; not copied\n", path.c_str(), i, kind,
+      note("note: %s: cannot copy input stream %u (%s %s): %s; not copied", shown.c_str(), i, kind,
                    avcodec_get_name(par->codec_id), av_error_string(rc).c_str());
       continue;
     }
     AVStream* st = avformat_new_stream(oc, nullptr);
     if (!st) throw std::bad_alloc();
     AV_CHECK_CTX(avcodec_parameters_copy(st->codecpar, scratch.get()),
-                 "cannot copy input stream " + std::to_string(i) + " to " + in_quotes(path));
+                 "cannot copy input stream " + std::to_string(i) + " to " + in_quotes(shown));
     st->codecpar->codec_tag = 0;
     st->time_base = ist->time_base;
     st->avg_frame_rate = ist->avg_frame_rate;
@@ -304,8 +319,8 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
   if (image_muxer) av_opt_set_int(oc->priv_data, "update", 1, 0);
 
   if (!(ofmt->flags & AVFMT_NOFILE))
-    AV_CHECK_CTX(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE), "cannot open output " + in_quotes(path));
-  AV_CHECK_CTX(avformat_write_header(oc, nullptr), "cannot write the header of " + in_quotes(path));
+    AV_CHECK_CTX(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE), "cannot open output " + in_quotes(shown));
+  AV_CHECK_CTX(avformat_write_header(oc, nullptr), "cannot write the header of " + in_quotes(shown));
 }
 
 void MediaWriter::Impl::write_encoded_packets() {
@@ -313,12 +328,12 @@ void MediaWriter::Impl::write_encoded_packets() {
   for (;;) {
     const int rc = avcodec_receive_packet(enc.get(), packet.get());
     if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return;
-    if (rc < 0) throw_av_error(rc, "avcodec_receive_packet", __FILE__, __LINE__, "encoding video for " + in_quotes(path));
+    if (rc < 0) throw_av_error(rc, "avcodec_receive_packet", __FILE__, __LINE__, "encoding video for " + in_quotes(shown));
     packet->stream_index = video_out_index;
     av_packet_rescale_ts(packet.get(), enc_tb, st->time_base);
     const int wrc = av_interleaved_write_frame(oc, packet.get());
     av_packet_unref(packet.get());
-    if (wrc < 0) throw_av_error(wrc, "av_interleaved_write_frame", __FILE__, __LINE__, "cannot write to " + in_quotes(path));
+    if (wrc < 0) throw_av_error(wrc, "av_interleaved_write_frame", __FILE__, __LINE__, "cannot write to " + in_quotes(shown));
   }
 }
 
@@ -331,7 +346,7 @@ void MediaWriter::Impl::send_frame(const AVFrame* frame) {
       continue;
     }
     if (frame == nullptr && rc == AVERROR_EOF) return;  // already flushed
-    if (rc < 0) throw_av_error(rc, "avcodec_send_frame", __FILE__, __LINE__, "encoding video for " + in_quotes(path));
+    if (rc < 0) throw_av_error(rc, "avcodec_send_frame", __FILE__, __LINE__, "encoding video for " + in_quotes(shown));
     return;
   }
 }
@@ -340,6 +355,8 @@ MediaWriter::MediaWriter(const std::string& path, const MediaReader& input, cons
                          const EncoderOptions& options)
     : impl_(new Impl) {
   impl_->path = path;
+  impl_->shown = options.display_name.empty() ? path : options.display_name;
+  impl_->note_sink = options.note;
   try {
     impl_->open(input, first_frame, options);
   } catch (...) {
@@ -352,13 +369,13 @@ MediaWriter::~MediaWriter() { delete impl_; }
 
 void MediaWriter::write_video(const AVFrame& frame) {
   Impl& m = *impl_;
-  if (m.finished) throw std::logic_error("MediaWriter::write_video after finish() for " + in_quotes(m.path));
+  if (m.finished) throw std::logic_error("MediaWriter::write_video after finish() for " + in_quotes(m.shown));
 
   AVFramePtr f = make_frame();
   if (m.converter) {
     m.converter->convert(frame, *f);
   } else {
-    AV_CHECK_CTX(av_frame_ref(f.get(), &frame), "cannot reference a frame for " + in_quotes(m.path));
+    AV_CHECK_CTX(av_frame_ref(f.get(), &frame), "cannot reference a frame for " + in_quotes(m.shown));
   }
 
   int64_t pts = frame.pts;
@@ -385,7 +402,7 @@ void MediaWriter::write_video(const AVFrame& frame) {
 
 void MediaWriter::write_passthrough(AVPacket& packet) {
   Impl& m = *impl_;
-  if (m.finished) throw std::logic_error("MediaWriter::write_passthrough after finish() for " + in_quotes(m.path));
+  if (m.finished) throw std::logic_error("MediaWriter::write_passthrough after finish() for " + in_quotes(m.shown));
   const int in_index = packet.stream_index;
   if (in_index < 0 || in_index >= static_cast<int>(m.stream_map.size()) || m.stream_map[in_index] < 0 ||
       m.stream_map[in_index] == m.video_out_index) {
@@ -400,7 +417,7 @@ void MediaWriter::write_passthrough(AVPacket& packet) {
   av_packet_unref(&packet);
   if (rc < 0)
     throw_av_error(rc, "av_interleaved_write_frame", __FILE__, __LINE__,
-                   "cannot write to " + in_quotes(m.path) + " (copying input stream " + std::to_string(in_index) + ")");
+                   "cannot write to " + in_quotes(m.shown) + " (copying input stream " + std::to_string(in_index) + ")");
 }
 
 void MediaWriter::finish() {
@@ -409,9 +426,9 @@ void MediaWriter::finish() {
   m.finished = true;  // even when something below throws: no second trailer attempt
   m.send_frame(nullptr);
   m.write_encoded_packets();
-  AV_CHECK_CTX(av_write_trailer(m.oc), "cannot write the trailer of " + in_quotes(m.path));
+  AV_CHECK_CTX(av_write_trailer(m.oc), "cannot write the trailer of " + in_quotes(m.shown));
   if (m.oc->pb && !(m.oc->oformat->flags & AVFMT_NOFILE))
-    AV_CHECK_CTX(avio_closep(&m.oc->pb), "cannot close " + in_quotes(m.path));
+    AV_CHECK_CTX(avio_closep(&m.oc->pb), "cannot close " + in_quotes(m.shown));
 }
 
 int64_t MediaWriter::frames_written() const noexcept { return impl_->frames; }

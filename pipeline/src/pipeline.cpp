@@ -194,6 +194,8 @@ RunStats run_pipeline(const PipelineOptions& opt) {
   // Output: a temporary file beside the real one, renamed at the end.
   std::string tmp_path;
   io::EncoderOptions enc = opt.encoder;
+  enc.display_name = opt.output;  // messages name the output, not its temporary file
+  if (!enc.note) enc.note = note;
   if (!sink) {
     if (enc.format_name.empty()) {
       const AVOutputFormat* of = av_guess_format(nullptr, opt.output.c_str(), nullptr);

@@ -1,6 +1,7 @@
 #pragma once
 // Encode + mux. The container comes from the output's extension (or format_name);
 // every non-video stream of the input is stream-copied packet for packet.
+#include <functional>
 #include <map>
 #include <string>
 
@@ -16,6 +17,9 @@ struct EncoderOptions {
   std::map<std::string, std::string> options;  // --encoder-opt key=value, passed to the encoder
   std::string format_name;                 // empty: guess from the path's extension
   int encoder_threads = 0;                 // 0 = automatic
+  std::string display_name;                // the name messages give the output (e.g. the final name
+                                           // while a temporary file is written); empty: the path
+  std::function<void(const std::string&)> note;  // notes (conversions, skipped streams); empty: stderr
 };
 
 class MediaWriter {
