@@ -342,18 +342,35 @@ TEST(CudaBlur, AnisotropicMatchesReference) {
   gpu_case<uint16_t>(src, want, 0, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { bx.apply<uint16_t>(a, b, st); });
 }
 
-TEST(CudaBlur, InPlaceEqualsOutOfPlace) {
+// In place runs the fused kernel through the scratch plane (small radii) or
+// the two passes (large radii); both must equal the reference.
+TEST(CudaBlur, InPlaceMatchesReference) {
   REQUIRE_GPU();
-  auto src = random_image<uint8_t>(257, 130, 1, fresh_seed(), 255);
-  HostImage<uint8_t> want(257, 130, 1);
-  reference::gaussian_blur<uint8_t>(src.cplane(), want.plane(), 2.0);
-  DeviceImage<uint8_t> d(257, 130, 1);
-  d.upload(src);
   cuda::CudaStream stream;
-  cuda::GaussianBlur blur(2.0);
-  blur.apply<uint8_t>(d.plane(), d.plane(), stream.get());
-  stream.synchronize();
-  EXPECT_EQ(count_mismatches(d.download(), want, 1), 0);
+  for (double sigma : {2.0, 7.0}) {
+    SCOPED_TRACE(sigma);
+    auto src = random_image<uint8_t>(257, 130, 2, fresh_seed(), 255);
+    HostImage<uint8_t> want(257, 130, 2);
+    reference::gaussian_blur<uint8_t>(src.cplane(), want.plane(), sigma);
+    DeviceImage<uint8_t> d(257, 130, 2);
+    d.upload(src);
+    cuda::GaussianBlur blur(sigma);
+    blur.apply<uint8_t>(d.plane(), d.plane(), stream.get());
+    stream.synchronize();
+    EXPECT_EQ(count_mismatches(d.download(), want, 1), 0);
+  }
+  for (int r : {1, 40}) {
+    SCOPED_TRACE(r);
+    auto src = random_image<uint16_t>(199, 77, 1, fresh_seed(), 65535);
+    HostImage<uint16_t> want(199, 77, 1);
+    reference::box_blur<uint16_t>(src.cplane(), want.plane(), r);
+    DeviceImage<uint16_t> d(199, 77, 1);
+    d.upload(src);
+    cuda::BoxBlur blur(r);
+    blur.apply<uint16_t>(d.plane(), d.plane(), stream.get());
+    stream.synchronize();
+    EXPECT_EQ(count_mismatches(d.download(), want, 0), 0);
+  }
 }
 
 TEST(CudaBlur, MismatchedPlanesThrow) {

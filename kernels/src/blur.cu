@@ -1,5 +1,11 @@
 // Separable Gaussian and box blurs of one pitch-linear plane.
 //
+// Small radii (the common case) run fused: one block stages its output tile
+// plus halo of the source in shared memory, runs the horizontal pass over the
+// tile's rows and halo rows into shared memory, then the vertical pass, so
+// global memory sees about one read (plus halo) and one write per sample: near
+// a device copy. Larger radii run in two passes:
+//
 // Pass 1 (horizontal) reads the source row segment plus its halo into shared
 // memory once and writes one intermediate value per sample: float for the
 // Gaussian, exact uint32 sums for the box. Pass 2 (vertical) stages a column
@@ -129,6 +135,73 @@ vertical_pass(const In* __restrict__ tmp, std::ptrdiff_t tmp_pitch, T* __restric
   }
 }
 
+// Fused kernel: block of 32 x 8 threads, output tile of 64 samples x 32 rows.
+constexpr int kFThreadsX = 32;
+constexpr int kFThreadsY = 8;
+constexpr int kFTileW = 64;
+constexpr int kFTileH = 32;
+constexpr int kFusedMaxRadiusY = 16;  // beyond, the halo rows cost more than the second pass saves
+
+template <class In>
+std::size_t fused_shared_bytes(int rx, int ry, int channels, std::size_t sample_bytes, bool weighted) {
+  const std::size_t in_h = kFTileH + 2 * ry, in_w = kFTileW + 2 * static_cast<std::size_t>(rx) * channels;
+  const std::size_t w = weighted ? (2 * rx + 1 + 2 * ry + 1) * sizeof(float) : 0;
+  return w + in_h * kFTileW * sizeof(In) + in_h * in_w * sample_bytes;
+}
+
+template <class T, class In, class Acc, bool kWeighted>
+__global__ void __launch_bounds__(kFThreadsX * kFThreadsY)
+fused_blur(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
+           int samples, int height, int channels, const float* __restrict__ weights, int rx, int ry,
+           unsigned long long box_count) {
+  extern __shared__ float smem[];
+  const int halo_x = rx * channels;
+  const int in_w = kFTileW + 2 * halo_x, in_h = kFTileH + 2 * ry;
+  float* wx = smem;
+  float* wy = wx + (kWeighted ? 2 * rx + 1 : 0);
+  In* hsum = reinterpret_cast<In*>(wy + (kWeighted ? 2 * ry + 1 : 0));  // in_h x kFTileW
+  T* tile = reinterpret_cast<T*>(hsum + in_h * kFTileW);                 // in_h x in_w
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kFThreadsX + tx;
+  const int x0 = blockIdx.x * kFTileW, y0 = blockIdx.y * kFTileH;
+  if (kWeighted) {
+    for (int i = tid; i < 2 * rx + 1; i += kFThreadsX * kFThreadsY) wx[i] = weights[i];
+    for (int i = tid; i < 2 * ry + 1; i += kFThreadsX * kFThreadsY) wy[i] = weights[2 * rx + 1 + i];
+  }
+  for (int r = ty; r < in_h; r += kFThreadsY) {
+    const T* in = row_ptr(src, src_pitch, min(max(y0 - ry + r, 0), height - 1));
+    for (int c = tx; c < in_w; c += kFThreadsX) tile[r * in_w + c] = in[clamp_sample(x0 - halo_x + c, samples, channels)];
+  }
+  __syncthreads();
+  for (int r = ty; r < in_h; r += kFThreadsY)
+    for (int c = tx; c < kFTileW; c += kFThreadsX) {
+      const T* p = tile + r * in_w + c + halo_x;
+      In acc = 0;
+      for (int k = -rx; k <= rx; ++k) {
+        if constexpr (kWeighted) acc += wx[k + rx] * static_cast<float>(p[k * channels]);
+        else acc += static_cast<In>(p[k * channels]);
+      }
+      hsum[r * kFTileW + c] = acc;
+    }
+  __syncthreads();
+  const float max_value = static_cast<float>(static_cast<T>(~T(0)));
+  for (int r = ty; r < kFTileH; r += kFThreadsY) {
+    const int y = y0 + r;
+    if (y >= height) break;
+    T* out = row_ptr(dst, dst_pitch, y);
+    for (int c = tx; c < kFTileW; c += kFThreadsX) {
+      const int x = x0 + c;
+      if (x >= samples) break;
+      Acc acc = 0;
+      for (int k = 0; k <= 2 * ry; ++k) {
+        if constexpr (kWeighted) acc += wy[k] * hsum[(r + k) * kFTileW + c];
+        else acc += static_cast<Acc>(hsum[(r + k) * kFTileW + c]);
+      }
+      if constexpr (kWeighted) out[x] = round_clamp<T>(acc, max_value);
+      else out[x] = static_cast<T>((acc + box_count / 2) / box_count);
+    }
+  }
+}
+
 void check_launch() { CUDA_CHECK(cudaGetLastError()); }
 
 std::size_t scratch_pitch(int samples) {
@@ -156,6 +229,25 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, 
   using In = std::conditional_t<kWeighted, float, uint32_t>;
   const int samples = src.samples_per_row();
   const int height = src.height;
+  const unsigned long long box_count = static_cast<unsigned long long>(2 * rx + 1) * (2 * ry + 1);
+  if (ry <= kFusedMaxRadiusY) {
+    const std::size_t shared = fused_shared_bytes<In>(rx, ry, src.channels, sizeof(T), kWeighted);
+    const unsigned grid_y = (height + kFTileH - 1) / kFTileH;
+    if (shared <= kMaxShared && grid_y <= static_cast<unsigned>(kMaxGridY)) {
+      // Tiles read their neighbours' rows, so in place the result goes to the
+      // scratch plane first and is copied back (still far fewer bytes than two passes).
+      const bool in_place = src.data == dst.data;
+      Plane<T> out = in_place ? Plane<T>(static_cast<T*>(scratch), src.width, height,
+                                         static_cast<std::ptrdiff_t>(scratch_pitch(samples)), src.channels)
+                              : dst;
+      const dim3 grid((samples + kFTileW - 1) / kFTileW, grid_y);
+      fused_blur<T, In, Acc, kWeighted><<<grid, dim3(kFThreadsX, kFThreadsY), shared, stream>>>(
+          src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, weights, rx, ry, box_count);
+      check_launch();
+      if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
+      return;
+    }
+  }
   const std::ptrdiff_t tmp_pitch = static_cast<std::ptrdiff_t>(scratch_pitch(samples));
   In* tmp = static_cast<In*>(scratch);
   const float* wx = weights;
