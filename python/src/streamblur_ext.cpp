@@ -15,6 +15,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <array>
+#include <memory>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -235,6 +236,49 @@ Backend pick_backend(const std::string& backend, const Image& src, const Image& 
   throw std::invalid_argument("backend must be 'auto', 'cpu' or 'cuda', got '" + backend + "'");
 }
 
+// Configured CUDA chains, kept between calls: configuring allocates the
+// device weights and scratch (cudaMalloc, and cudaFree on destruction, which
+// synchronise), far more than a blur of a modest image costs. Each entry is
+// used by one call at a time; its event orders a call after the previous
+// call's GPU work on the GPU, without a host wait.
+struct CachedChain {
+  std::mutex in_use;
+  FilterChain chain;
+  cuda::CudaEvent last_use;
+  ~CachedChain() {
+    try {
+      last_use.synchronize();  // never free scratch under queued work
+    } catch (...) {
+    }
+  }
+};
+
+std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const FrameLayout& layout) {
+  static std::mutex mutex;
+  static std::vector<std::pair<std::string, std::shared_ptr<CachedChain>>> lru;  // most recent last
+  constexpr size_t kEntries = 8;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const PlaneLayout& p = layout.planes[0];
+  const std::string key = spec + "|" + std::to_string(p.width) + "x" + std::to_string(p.height) + "x" +
+                          std::to_string(p.channels) + "x" + std::to_string(layout.bytes_per_sample) + "@" +
+                          std::to_string(device);
+  std::lock_guard<std::mutex> lock(mutex);
+  for (size_t i = 0; i < lru.size(); ++i)
+    if (lru[i].first == key) {
+      auto hit = lru[i];
+      lru.erase(lru.begin() + static_cast<std::ptrdiff_t>(i));
+      lru.push_back(hit);
+      return hit.second;
+    }
+  auto entry = std::make_shared<CachedChain>();
+  entry->chain = FilterChain(parse_filter_chain(spec));
+  entry->chain.configure(layout, Backend::Cuda);  // weights and scratch on the current device
+  lru.emplace_back(key, entry);
+  if (lru.size() > kEntries) lru.erase(lru.begin());  // freed once no call holds it
+  return entry;
+}
+
 // Runs `spec` from src into dst (dst may be src: in place).
 void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, const std::string& backend_name,
                 uintptr_t stream_handle) {
@@ -242,12 +286,12 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
   const Image dst = describe(InArray(dst_arr), "out=");
   check_same_shape(src, dst);
   const Backend backend = pick_backend(backend_name, src, dst);
-  FilterChain chain(parse_filter_chain(spec));
   const FrameLayout layout = one_plane_layout(src);
   const bool managed = src.memory == Memory::Managed || dst.memory == Memory::Managed;
 
-  nb::gil_scoped_release no_gil;
   if (backend == Backend::Cpu) {
+    FilterChain chain(parse_filter_chain(spec));
+    nb::gil_scoped_release no_gil;
     if (managed) CUDA_CHECK(cudaDeviceSynchronize());  // no GPU work may be writing it
     chain.configure(layout, Backend::Cpu);
     copy_rows_host(src, dst);
@@ -255,15 +299,28 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
     return;
   }
 
+  nb::gil_scoped_release no_gil;
   auto stream = reinterpret_cast<cudaStream_t>(stream_handle);
-  chain.configure(layout, Backend::Cuda);  // uploads weights, reserves the scratch on the current device
+  const std::shared_ptr<CachedChain> entry = cuda_chain_for(spec, layout);
+  std::lock_guard<std::mutex> lock(entry->in_use);
+  FilterChain& chain = entry->chain;
   cuda::DeviceBuffer staging;
   try {
-    if (dst.on_device()) {
+    CUDA_CHECK(cudaStreamWaitEvent(stream, entry->last_use.get(), 0));  // the previous user's work first
+    if (dst.memory == Memory::Device && src.memory != Memory::Managed) {
+      copy_rows_cuda(src, dst, stream);
+      chain.apply({dst.plane()}, 1, stream);
+      entry->last_use.record(stream);
+      // Device output: no host wait. The work is ordered on `stream`, as the
+      // caller's own work on that stream is.
+      return;
+    }
+    // Host or managed output: blur in a packed device buffer (host) or in
+    // place (managed), and wait, since the host reads the result next.
+    if (dst.memory == Memory::Managed) {
       copy_rows_cuda(src, dst, stream);
       chain.apply({dst.plane()}, 1, stream);
     } else {
-      // Host output: blur in a packed device buffer, copy back once.
       staging = cuda::DeviceBuffer(src.row_bytes() * src.height);
       Image dev = src;
       dev.data = staging.get();
@@ -273,8 +330,7 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
       chain.apply({dev.plane()}, 1, stream);
       copy_rows_cuda(dev, dst, stream);
     }
-    // The chain's scratch and the staging buffer are freed on return, and
-    // host-visible results must be complete: wait for this call's work.
+    entry->last_use.record(stream);
     CUDA_CHECK(cudaStreamSynchronize(stream));
     // Without concurrent managed access the host may not touch managed
     // memory while any kernel runs.

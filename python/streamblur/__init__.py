@@ -21,8 +21,12 @@ blurs in place). ``stream=`` orders the work on the caller's CUDA stream (a raw
 ``cudaStream_t`` as int, a CuPy ``Stream`` or a ``torch.cuda.Stream``); the
 default is the framework's current stream for CuPy and PyTorch arrays (the
 legacy default stream unless you chose another) and the legacy default stream
-otherwise. Every call returns once its work is done (it waits on that stream
-only; the filter's scratch memory is freed on return).
+otherwise. For CUDA arrays the call returns as soon as the work is queued on
+that stream, as CuPy's and PyTorch's own operations do: later work on the same
+stream sees the result; synchronise before using it from another stream.
+Calls that return host-visible data (numpy, managed memory) wait for their
+work. Configured filters (device weights and scratch) are cached for the last
+few spec/shape pairs, so repeated calls allocate nothing.
 
 The filters and their spec syntax are those of the ``streamblur`` CLI::
 

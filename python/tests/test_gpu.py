@@ -57,10 +57,29 @@ def test_cupy_stream(cupy):
         got = streamblur.gaussian_blur(d, 3.0, stream=stream)
         got2 = streamblur.gaussian_blur(d, 3.0, stream=stream.ptr)
         got3 = streamblur.gaussian_blur(d, 3.0)  # no stream=: CuPy's current stream
+    stream.synchronize()  # CUDA results are queued, not waited for
     ref = streamblur._reference_gaussian_blur(host, 3.0)
     assert max_diff(cp.asnumpy(got), ref) <= 1
     assert max_diff(cp.asnumpy(got2), ref) <= 1
     assert max_diff(cp.asnumpy(got3), ref) <= 1
+
+
+def test_cupy_calls_on_two_streams_share_the_cached_filter_safely(cupy):
+    # Both streams use one cached filter (same spec and shape) and so one
+    # scratch buffer; its event orders each call after the previous one.
+    cp = cupy
+    hosts = [pattern((720, 1280), np.uint8, seed=20 + i) for i in range(8)]
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+    outs = []
+    for i, h in enumerate(hosts):
+        s = streams[i % 2]
+        with s:
+            d = cp.asarray(h)
+            outs.append(streamblur.gaussian_blur(d, 2.0, stream=s))
+    for s in streams:
+        s.synchronize()
+    for h, o in zip(hosts, outs):
+        assert max_diff(cp.asnumpy(o), streamblur._reference_gaussian_blur(h, 2.0)) <= 1
 
 
 def test_cupy_chain(cupy):
