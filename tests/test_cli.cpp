@@ -15,6 +15,7 @@ extern "C" {
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -46,7 +47,9 @@ const bool quiet_ffmpeg_log = [] {
   return true;
 }();
 
-const char* const kCli = STREAMBLUR_CLI_PATH;
+// STREAMBLUR_CLI overrides the build-tree path (programs moved to another machine).
+const char* const kCli = std::getenv("STREAMBLUR_CLI") && *std::getenv("STREAMBLUR_CLI") ? std::getenv("STREAMBLUR_CLI")
+                                                                                          : STREAMBLUR_CLI_PATH;
 
 class TempDir {
  public:
