@@ -33,6 +33,7 @@ extern "C" {
 #include "streamblur/io/reader.hpp"
 #include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/kernels/reference.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
@@ -1100,3 +1101,65 @@ TEST_F(PipelineFailure, SuccessLeavesOnlyTheOutputAndTheInputUnchanged) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// P010: 10-bit values in the high bits of 16-bit samples. The output keeps the
+// low 6 bits zero and its values are the blur of the 10-bit values (+-1).
+// ---------------------------------------------------------------------------
+
+// (No container of the GPU machine's FFmpeg holds raw P010, so this runs the
+// filter chain on P010 planes directly, as the pipeline does.)
+class PipelineP010 : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(PipelineP010, LowBitsStayZeroAndValuesAreTheTenBitBlur) {
+  const Backend backend = GetParam();
+  if (backend == Backend::Cuda) SKIP_WITHOUT_CUDA();
+  const int W = 66, H = 38;
+  const FrameLayout layout = *native_layout(AV_PIX_FMT_P010LE, W, H);
+  ASSERT_EQ(layout.num_planes, 2);
+  ASSERT_EQ(layout.sample_shift, 6);
+  FilterChain chain(parse_filter_chain("gblur=sigma=2"));
+  chain.configure(layout, backend);
+  std::mt19937 rng(std::random_device{}());
+  std::array<std::vector<uint16_t>, 2> ten, data;
+  std::array<AnyPlane, 4> planes{};
+  std::array<cuda::DeviceBuffer, 2> dev;
+  for (int p = 0; p < 2; ++p) {
+    const PlaneLayout& pl = layout.planes[p];
+    const size_t n = static_cast<size_t>(pl.width) * pl.channels * pl.height;
+    ten[p].resize(n);
+    data[p].resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      ten[p][i] = static_cast<uint16_t>(rng() % 1024);
+      data[p][i] = static_cast<uint16_t>(ten[p][i] << 6);
+    }
+    void* ptr = data[p].data();
+    if (backend == Backend::Cuda) {
+      dev[p] = cuda::DeviceBuffer(n * 2);
+      CUDA_CHECK(cudaMemcpy(dev[p].get(), data[p].data(), n * 2, cudaMemcpyHostToDevice));
+      ptr = dev[p].get();
+    }
+    planes[p] = AnyPlane{ptr, pl.width, pl.height, static_cast<std::ptrdiff_t>(pl.width) * pl.channels * 2, pl.channels, 2};
+  }
+  chain.apply(planes, 2, nullptr);
+  for (int p = 0; p < 2; ++p) {
+    const PlaneLayout& pl = layout.planes[p];
+    if (backend == Backend::Cuda)
+      CUDA_CHECK(cudaMemcpy(data[p].data(), dev[p].get(), data[p].size() * 2, cudaMemcpyDeviceToHost));
+    std::vector<uint16_t> want(ten[p].size());
+    const std::ptrdiff_t pitch = static_cast<std::ptrdiff_t>(pl.width) * pl.channels * 2;
+    reference::gaussian_blur<uint16_t>(Plane<const uint16_t>(ten[p].data(), pl.width, pl.height, pitch, pl.channels),
+                                       Plane<uint16_t>(want.data(), pl.width, pl.height, pitch, pl.channels),
+                                       p == 0 ? 2.0 : 1.0);  // chroma: sigma halved (4:2:0)
+    int low_bits = 0, off = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      low_bits += (data[p][i] & 63) != 0;
+      off += std::abs(int(data[p][i] >> 6) - int(want[i])) > 1;
+    }
+    EXPECT_EQ(low_bits, 0) << "plane " << p;
+    EXPECT_EQ(off, 0) << "plane " << p;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PipelineP010, ::testing::Values(Backend::Cpu, Backend::Cuda),
+                         [](const ::testing::TestParamInfo<Backend>& info) { return backend_param_name(info.param); });

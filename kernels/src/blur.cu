@@ -206,6 +206,15 @@ fused_blur(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ 
 
 void check_launch() { CUDA_CHECK(cudaGetLastError()); }
 
+__global__ void round_high_bits_kernel(uint16_t* data, std::ptrdiff_t pitch, int samples, int height, int shift) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y;
+  if (x >= samples || y >= height) return;
+  uint16_t* row = row_ptr(data, pitch, y);
+  const unsigned half = (1u << shift) >> 1, top = 0xFFFFu & ~((1u << shift) - 1);
+  row[x] = static_cast<uint16_t>(min((row[x] + half) & ~((1u << shift) - 1), top));
+}
+
 std::size_t scratch_pitch(int samples) {
   return (static_cast<std::size_t>(samples) * 4 + 255) / 256 * 256;  // 4-byte intermediates, 256-byte rows
 }
@@ -334,6 +343,18 @@ void BoxBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
     run_passes<T, uint32_t, false>(src, dst, nullptr, radius_x_, radius_y_, scratch_.get(), stream);
   else
     run_passes<T, unsigned long long, false>(src, dst, nullptr, radius_x_, radius_y_, scratch_.get(), stream);
+}
+
+void round_to_high_bits(Plane<uint16_t> plane, int shift, cudaStream_t stream) {
+  if (plane.width == 0 || plane.height == 0 || shift <= 0) return;
+  if (shift > 15) throw std::invalid_argument("round_to_high_bits: shift must be 1..15");
+  const int samples = plane.samples_per_row();
+  for (int y0 = 0; y0 < plane.height; y0 += kMaxGridY) {  // grid.y is limited
+    const int rows = std::min(kMaxGridY, plane.height - y0);
+    const dim3 grid((samples + 255) / 256, rows);
+    round_high_bits_kernel<<<grid, 256, 0, stream>>>(plane.row(y0), plane.pitch, samples, rows, shift);
+    check_launch();
+  }
 }
 
 template void copy_plane<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, cudaStream_t);

@@ -30,6 +30,15 @@ T round_clamp(float v) {
 
 }  // namespace
 
+void round_to_high_bits(Plane<uint16_t> plane, int shift) {
+  const uint32_t half = (1u << shift) >> 1, top = 0xFFFFu & ~((1u << shift) - 1);
+  for (int y = 0; y < plane.height; ++y) {
+    uint16_t* row = plane.row(y);
+    for (int s = 0; s < plane.samples_per_row(); ++s)
+      row[s] = static_cast<uint16_t>(std::min<uint32_t>((row[s] + half) & ~((1u << shift) - 1), top));
+  }
+}
+
 GaussianBlur::GaussianBlur(double sigma_x, double sigma_y, int radius_x, int radius_y)
     : radius_x_(gaussian_radius(sigma_x, radius_x)), radius_y_(gaussian_radius(sigma_y, radius_y)),
       weights_x_(gaussian_weights_f(sigma_x, radius_x)), weights_y_(gaussian_weights_f(sigma_y, radius_y)) {}

@@ -1,6 +1,9 @@
 // Filter registry, option parsing and the chain.
 #include "streamblur/pipeline/filter.hpp"
 
+#include "streamblur/kernels/cpu_blur.hpp"
+#include "streamblur/kernels/cuda_blur.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -176,13 +179,29 @@ FilterChain::FilterChain(const std::vector<FilterInstanceSpec>& specs) {
 }
 
 void FilterChain::configure(const FrameLayout& layout, Backend backend) {
+  backend_ = backend;
+  sample_shift_ = layout.sample_shift;
   for (auto& f : filters_) f->configure(layout, backend);
 }
 
 void FilterChain::apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream) {
+  std::array<bool, 4> touched{};
   for (auto& f : filters_)
     for (int p = 0; p < num_planes; ++p)
-      if (f->touches(p)) f->apply(p, planes[p], stream);
+      if (f->touches(p)) {
+        f->apply(p, planes[p], stream);
+        touched[p] = true;
+      }
+  if (sample_shift_ == 0) return;
+  // Formats with the value in the high bits (P010) keep their low bits zero:
+  // round each filtered sample to the nearest multiple of 1 << shift.
+  for (int p = 0; p < num_planes; ++p) {
+    if (!touched[p]) continue;
+    const AnyPlane& a = planes[p];
+    const Plane<uint16_t> plane(static_cast<uint16_t*>(a.data), a.width, a.height, a.pitch, a.channels);
+    if (backend_ == Backend::Cuda) cuda::round_to_high_bits(plane, sample_shift_, stream);
+    else cpu::round_to_high_bits(plane, sample_shift_);
+  }
 }
 
 std::string FilterChain::describe() const {

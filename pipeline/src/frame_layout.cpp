@@ -45,6 +45,7 @@ std::optional<FrameLayout> native_layout(AVPixelFormat format, int width, int he
     l.width = width;
     l.height = height;
     l.bytes_per_sample = n.bytes;
+    if (format == AV_PIX_FMT_P010LE) l.sample_shift = 6;
     auto plane = [&](int w, int h, int ch, int lw, int lh, unsigned comps) {
       PlaneLayout p;
       p.width = w; p.height = h; p.channels = ch; p.log2_chroma_w = lw; p.log2_chroma_h = lh;

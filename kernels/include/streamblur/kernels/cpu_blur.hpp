@@ -11,6 +11,10 @@
 
 namespace streamblur::cpu {
 
+// Rounds every sample to the nearest multiple of 1 << shift (clamped to the
+// largest such 16-bit value), for formats whose value sits in the high bits (P010).
+void round_to_high_bits(Plane<uint16_t> plane, int shift);
+
 class GaussianBlur {
  public:
   GaussianBlur(double sigma, int radius = -1) : GaussianBlur(sigma, sigma, radius, radius) {}

@@ -44,6 +44,10 @@ class BoxBlur {
   DeviceBuffer scratch_;   // uint32 horizontal sums
 };
 
+// Rounds every sample to the nearest multiple of 1 << shift (clamped to the
+// largest such 16-bit value), for formats whose value sits in the high bits (P010).
+void round_to_high_bits(Plane<uint16_t> plane, int shift, cudaStream_t stream);
+
 // Device-to-device 2-D copy of a plane (identity filters, and the benchmark's floor).
 template <class T> void copy_plane(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
 

@@ -93,6 +93,8 @@ class FilterChain {
 
  private:
   std::vector<std::unique_ptr<Filter>> filters_;
+  Backend backend_ = Backend::Cpu;
+  int sample_shift_ = 0;  // filtered planes are rounded back to multiples of 1 << shift (P010)
 };
 
 }  // namespace streamblur

@@ -29,6 +29,7 @@ struct FrameLayout {
   int width = 0;
   int height = 0;
   int bytes_per_sample = 1;  // 1 or 2
+  int sample_shift = 0;      // low bits that must stay zero (6 for P010: 10 bits in the high bits)
   int num_planes = 0;
   std::array<PlaneLayout, 4> planes{};
 };
