@@ -3,6 +3,8 @@
 // must give one clear error line and a non-zero exit, never a crash or hang,
 // and leave nothing behind. Media are made at test time in a temporary folder.
 #include <gtest/gtest.h>
+
+#include "test_support.hpp"
 #include <nlohmann/json.hpp>
 
 extern "C" {
@@ -38,6 +40,7 @@ extern char** environ;
 
 namespace fs = std::filesystem;
 using namespace streamblur::io;
+using namespace sbtest;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -51,38 +54,8 @@ const bool quiet_ffmpeg_log = [] {
 const char* const kCli = std::getenv("STREAMBLUR_CLI") && *std::getenv("STREAMBLUR_CLI") ? std::getenv("STREAMBLUR_CLI")
                                                                                           : STREAMBLUR_CLI_PATH;
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("streamblur_cli_test_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter++) + "_" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-  std::vector<std::string> listing() const {
-    std::vector<std::string> v;
-    for (const auto& e : fs::directory_iterator(path_)) v.push_back(e.path().filename().string());
-    std::sort(v.begin(), v.end());
-    return v;
-  }
 
- private:
-  fs::path path_;
-};
 
-std::string bytes_of(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> v;
@@ -252,34 +225,6 @@ size_t frames_in(const std::string& path) {
   return n;
 }
 
-// An mkv with one pcm_s16le audio stream and no video, written packet by packet.
-void write_audio_only_mkv(const std::string& path) {
-  AVFormatContext* oc = nullptr;
-  AV_CHECK(avformat_alloc_output_context2(&oc, nullptr, nullptr, path.c_str()));
-  AVStream* st = avformat_new_stream(oc, nullptr);
-  st->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
-  st->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
-  st->codecpar->sample_rate = 48000;
-  av_channel_layout_default(&st->codecpar->ch_layout, 2);
-  st->codecpar->format = AV_SAMPLE_FMT_S16;
-  st->codecpar->bits_per_coded_sample = 16;
-  st->codecpar->block_align = 4;
-  st->time_base = AVRational{1, 48000};
-  AV_CHECK(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE));
-  AV_CHECK(avformat_write_header(oc, nullptr));
-  AVPacketPtr pkt = make_packet();
-  for (int i = 0; i < 10; ++i) {
-    AV_CHECK(av_new_packet(pkt.get(), 1024 * 4));
-    std::memset(pkt->data, i, pkt->size);
-    pkt->pts = pkt->dts = av_rescale_q(i * 1024, AVRational{1, 48000}, st->time_base);
-    pkt->duration = av_rescale_q(1024, AVRational{1, 48000}, st->time_base);
-    pkt->stream_index = 0;
-    AV_CHECK(av_interleaved_write_frame(oc, pkt.get()));
-  }
-  AV_CHECK(av_write_trailer(oc));
-  avio_closep(&oc->pb);
-  avformat_free_context(oc);
-}
 
 // A folder with one small ffv1 + pcm clip, in.mkv.
 class CliWithInput : public ::testing::Test {

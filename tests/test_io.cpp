@@ -2,6 +2,8 @@
 // for the audio-only case, a few libavformat calls) in a temporary folder.
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 extern "C" {
 #include <libavutil/channel_layout.h>
 #include <libavutil/imgutils.h>
@@ -30,6 +32,7 @@ extern "C" {
 
 namespace fs = std::filesystem;
 using namespace streamblur::io;
+using namespace sbtest;
 
 namespace {
 
@@ -39,26 +42,6 @@ const bool quiet_ffmpeg_log = [] {
   return true;
 }();
 
-// A fresh folder per test, removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("streamblur_io_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
-             std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 struct Decoded {
   VideoInfo info;
@@ -175,24 +158,6 @@ void expect_same_packets(const Decoded& in, int in_index, const Decoded& out, in
   }
 }
 
-// The exception message of `fn`, or "" when nothing was thrown.
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_ONE_LINE_CONTAINS(msg, ...)                                     \
-  do {                                                                        \
-    const std::string m_ = (msg);                                             \
-    EXPECT_FALSE(m_.empty()) << "nothing was thrown";                         \
-    EXPECT_EQ(m_.find('\n'), std::string::npos) << m_;                        \
-    for (const char* part : {__VA_ARGS__}) EXPECT_NE(m_.find(part), std::string::npos) << "'" << part << "' not in: " << m_; \
-  } while (0)
 
 EncoderOptions ffv1() {
   EncoderOptions o;
@@ -207,7 +172,7 @@ EncoderOptions ffv1() {
 // ---------------------------------------------------------------------------
 
 TEST(IoRoundTrip, Ffv1KeepsPixelsPtsPcmAudioAndTitle) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.width = 64;
   spec.height = 48;
@@ -233,7 +198,7 @@ TEST(IoRoundTrip, Ffv1KeepsPixelsPtsPcmAudioAndTitle) {
 }
 
 TEST(IoRoundTrip, Ffv1VariableFrameRateWithAac) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.frames = 15;
   spec.variable_frame_rate = true;
@@ -254,7 +219,7 @@ TEST(IoRoundTrip, Ffv1VariableFrameRateWithAac) {
 }
 
 TEST(IoRoundTrip, ColourTagsKept) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.pix_fmt = AV_PIX_FMT_YUV444P;
   spec.color_range = AVCOL_RANGE_JPEG;
@@ -282,7 +247,7 @@ class IoOddSize : public ::testing::TestWithParam<SizeCase> {};
 
 TEST_P(IoOddSize, Ffv1RoundTripIsLossless) {
   const SizeCase c = GetParam();
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.width = c.w;
   spec.height = c.h;
@@ -313,7 +278,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, IoOddSize,
                          });
 
 TEST(IoRoundTrip, Yuv420p10le) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.width = 96;
   spec.height = 54;
@@ -334,7 +299,7 @@ TEST(IoRoundTrip, Yuv420p10le) {
 }
 
 TEST(IoStill, PngInPngOut) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.width = 40;
   spec.height = 30;
@@ -358,7 +323,7 @@ TEST(IoStill, PngInPngOut) {
 // A clip with audio written to a single image: the image file holds the last
 // picture and nothing else (audio packets must not land in it).
 TEST(IoStill, ClipWithAudioToPng) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.frames = 3;
   spec.audio = true;
@@ -379,7 +344,7 @@ TEST(IoStill, ClipWithAudioToPng) {
 // ---------------------------------------------------------------------------
 
 TEST(IoLossy, Libx264Mp4FrameCountAndAudio) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.width = 128;
   spec.height = 72;
@@ -412,7 +377,7 @@ TEST(IoLossy, Libx264Mp4FrameCountAndAudio) {
 // mpegts has a 1/90000 time base that mpeg4 refuses, and mpeg4 takes only
 // yuv420p: the writer falls back to a frame-rate time base and converts.
 TEST(IoLossy, Mpeg4TimeBaseFallbackAndPixelConversion) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.frames = 10;
   spec.codec = "libx264";
@@ -441,7 +406,7 @@ TEST(IoLossy, Mpeg4TimeBaseFallbackAndPixelConversion) {
 // ---------------------------------------------------------------------------
 
 TEST(IoReader, InfoAndStop) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.frames = 10;
   spec.fps = 25;
@@ -464,7 +429,7 @@ TEST(IoReader, InfoAndStop) {
 }
 
 TEST(IoReader, TruncatedMkvWarnsAndEnds) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.frames = 30;
   spec.noise = true;
@@ -483,7 +448,7 @@ TEST(IoReader, TruncatedMkvWarnsAndEnds) {
 }
 
 TEST(IoReader, TruncatedH264TsEnds) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.frames = 30;
   spec.codec = "libx264";
@@ -503,21 +468,21 @@ TEST(IoReader, TruncatedH264TsEnds) {
 // ---------------------------------------------------------------------------
 
 TEST(IoErrors, MissingFile) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   const std::string p = dir.file("missing.mp4");
   EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(p); }), "cannot open input", p.c_str(),
                            "No such file or directory");
 }
 
 TEST(IoErrors, EmptyFile) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   const std::string p = dir.file("empty.mp4");
   std::ofstream(p).close();
   EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(p); }), "cannot open input", p.c_str(), "empty");
 }
 
 TEST(IoErrors, TextFile) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   const std::string p = dir.file("notes.mp4");
   {
     std::ofstream o(p);
@@ -531,37 +496,9 @@ TEST(IoErrors, TextFile) {
   EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(txt); }), "cannot open input", txt.c_str());
 }
 
-// An mkv with one pcm_s16le audio stream, written packet by packet.
-void write_audio_only_mkv(const std::string& path) {
-  AVFormatContext* oc = nullptr;
-  AV_CHECK(avformat_alloc_output_context2(&oc, nullptr, nullptr, path.c_str()));
-  AVStream* st = avformat_new_stream(oc, nullptr);
-  st->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
-  st->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
-  st->codecpar->sample_rate = 48000;
-  av_channel_layout_default(&st->codecpar->ch_layout, 2);
-  st->codecpar->format = AV_SAMPLE_FMT_S16;
-  st->codecpar->bits_per_coded_sample = 16;
-  st->codecpar->block_align = 4;
-  st->time_base = AVRational{1, 48000};
-  AV_CHECK(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE));
-  AV_CHECK(avformat_write_header(oc, nullptr));
-  AVPacketPtr pkt = make_packet();
-  for (int i = 0; i < 10; ++i) {
-    AV_CHECK(av_new_packet(pkt.get(), 1024 * 4));
-    std::memset(pkt->data, i, pkt->size);
-    pkt->pts = pkt->dts = av_rescale_q(i * 1024, AVRational{1, 48000}, st->time_base);
-    pkt->duration = av_rescale_q(1024, AVRational{1, 48000}, st->time_base);
-    pkt->stream_index = 0;
-    AV_CHECK(av_interleaved_write_frame(oc, pkt.get()));
-  }
-  AV_CHECK(av_write_trailer(oc));
-  avio_closep(&oc->pb);
-  avformat_free_context(oc);
-}
 
 TEST(IoErrors, AudioOnlyFile) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   const std::string p = dir.file("audio_only.mkv");
   write_audio_only_mkv(p);
   EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(p); }), "no video stream", p.c_str());
@@ -569,7 +506,7 @@ TEST(IoErrors, AudioOnlyFile) {
 
 // A tiny ffv1 clip, its reader and first frame, for writer errors.
 struct WriterInput {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   std::string in = dir.file("w.mkv");
   std::unique_ptr<MediaReader> reader;
   DecodedFrame first;
@@ -619,7 +556,7 @@ TEST(IoErrors, UnknownOutputFormat) {
 }
 
 TEST(IoErrors, SyntheticClipRejectsPixelFormatOfEncoder) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.codec = "png";
   spec.pix_fmt = AV_PIX_FMT_YUV420P;
@@ -642,7 +579,7 @@ TEST(IoWriter, DestructorWithoutFinishDoesNotThrow) {
 
 // Big enough that the picture is filled on several threads.
 TEST(IoSynthetic, DeterministicSeededAndMoving) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.width = 1280;
   spec.height = 720;
@@ -674,7 +611,7 @@ TEST(IoSynthetic, DeterministicSeededAndMoving) {
 }
 
 TEST(IoSynthetic, PixelFormatsTheEncoderTakes) {
-  TempDir dir;
+  TempDir dir{"streamblur_io_test"};
   struct Case {
     AVPixelFormat fmt;
     const char* codec;

@@ -6,6 +6,8 @@
 // without one).
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 extern "C" {
 #include <libavformat/avformat.h>
 #include <libavutil/imgutils.h>
@@ -46,6 +48,7 @@ inline void PrintTo(Backend b, std::ostream* os) { *os << backend_name(b); }
 
 namespace fs = std::filesystem;
 using namespace streamblur;
+using namespace sbtest;
 using io::SyntheticClipSpec;
 
 namespace {
@@ -60,38 +63,7 @@ bool have_cuda() { return cuda::device_count() > 0; }
 #define SKIP_WITHOUT_CUDA() \
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device here; runs on the GPU machine"
 
-// A fresh folder per test, removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("streamblur_pipeline_test_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter++) + "_" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-  // Names of the files in the folder, sorted.
-  std::vector<std::string> listing() const {
-    std::vector<std::string> v;
-    for (const auto& e : fs::directory_iterator(path_)) v.push_back(e.path().filename().string());
-    std::sort(v.begin(), v.end());
-    return v;
-  }
 
- private:
-  fs::path path_;
-};
-
-std::string bytes_of(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
 
 // Everything a test compares of a file, read with io::MediaReader.
 struct Media {
@@ -262,27 +234,8 @@ io::AVFramePtr reference_frame(const AVFrame& in, const std::vector<BlurOp>& ops
   return ::testing::AssertionSuccess();
 }
 
-// The exception message of `fn`, or "" when nothing was thrown.
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-#define EXPECT_ONE_LINE_CONTAINS(msg, ...)                                                                   \
-  do {                                                                                                      \
-    const std::string m_ = (msg);                                                                           \
-    EXPECT_FALSE(m_.empty()) << "nothing was thrown";                                                       \
-    EXPECT_EQ(m_.find('\n'), std::string::npos) << m_;                                                      \
-    for (const char* part : {__VA_ARGS__})                                                                  \
-      EXPECT_NE(m_.find(part), std::string::npos) << "'" << part << "' not in: " << m_;                     \
-  } while (0)
 
 SyntheticClipSpec clip(int w, int h, int frames, AVPixelFormat fmt = AV_PIX_FMT_YUV420P,
                        const std::string& codec = "ffv1") {
