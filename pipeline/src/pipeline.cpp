@@ -68,7 +68,6 @@ struct FrameSlot {
   int64_t seq = -1;
   io::AVFramePtr frame;                      // decoded frame, then the output frame
   std::vector<io::AVPacketPtr> passthrough;  // other streams' packets demuxed before it
-  Clock::time_point decoded_at;              // when decode handed the frame over
   // CUDA backend
   cuda::PinnedBuffer host;
   cuda::DeviceBuffer device;
@@ -79,7 +78,7 @@ struct FrameSlot {
   std::size_t bytes = 0;
   FilterChain chain;
   std::unique_ptr<io::FrameConverter> back;  // processing format -> input format
-  Clock::time_point gpu_done_at;
+  Clock::time_point ready_at;                // output frame complete, waiting for the encoder
 };
 
 // What the decode node hands on.
@@ -275,7 +274,6 @@ RunStats run_pipeline(const PipelineOptions& opt) {
         timers.decode_blocked.add(seconds(Clock::now() - d->at));
         s->seq = d->seq;
         s->passthrough = std::move(d->passthrough);
-        s->decoded_at = d->at;
         if (chain_spec.empty()) {
           s->frame = std::move(d->frame);
           return s;
@@ -335,7 +333,6 @@ RunStats run_pipeline(const PipelineOptions& opt) {
         s->stream->get(),
         [](void* p) {
           std::unique_ptr<CallbackData> data(static_cast<CallbackData*>(p));
-          data->slot->gpu_done_at = Clock::now();
           data->gateway->try_put(data->slot);
           data->gateway->release_wait();
         },
@@ -369,7 +366,7 @@ RunStats run_pipeline(const PipelineOptions& opt) {
       s->back->convert(*s->frame, *orig);
       s->frame = std::move(orig);
     }
-    s->gpu_done_at = Clock::now();
+    s->ready_at = Clock::now();
     return s;
   });
 
@@ -378,7 +375,7 @@ RunStats run_pipeline(const PipelineOptions& opt) {
   // encode + mux (serial, in order); returns the slot to the pool.
   function_node<FrameSlot*, FrameSlot*> encode(g, serial, [&](FrameSlot* s) -> FrameSlot* {
     const auto t0 = Clock::now();
-    timers.post_blocked.add(seconds(t0 - s->gpu_done_at));
+    timers.post_blocked.add(seconds(t0 - s->ready_at));
     if (!sink) {
       if (!writer) writer = std::make_unique<io::MediaWriter>(tmp_path, reader, *s->frame, enc);
       for (auto& pkt : s->passthrough) writer->write_passthrough(*pkt);
