@@ -4,6 +4,7 @@
 #include "bench_kernels.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -68,6 +69,19 @@ double median_us(const std::function<void(int)>& op, cudaStream_t stream, int sa
   return t[t.size() / 2];
 }
 
+// Median times with the kernels Auto picks, the fused kernel, and two passes;
+// the blur is left on Auto.
+template <class Blur>
+std::array<double, 3> time_paths(Blur& blur, const std::function<void(int)>& op, cudaStream_t stream, int samples) {
+  std::array<double, 3> t{};
+  const cuda::BlurPath paths[] = {cuda::BlurPath::Fused, cuda::BlurPath::TwoPass, cuda::BlurPath::Auto};
+  for (int i = 0; i < 3; ++i) {
+    blur.set_path(paths[i]);
+    t[(i + 1) % 3] = median_us(op, stream, samples);
+  }
+  return t;  // {auto, fused, two-pass}
+}
+
 int max_abs_diff(const DeviceBuffer& x, const DeviceBuffer& y, const Buffers& buf) {
   std::vector<uint8_t> hx(x.size()), hy(y.size());
   CUDA_CHECK(cudaMemcpy(hx.data(), x.get(), hx.size(), cudaMemcpyDeviceToHost));
@@ -123,14 +137,17 @@ std::vector<KernelResult> run_kernel_bench(const KernelBenchOptions& opt) {
     const double copy_us = median_us(
         [&](int i) { cuda::copy_plane<uint8_t>(buf.in(i), buf.out(i), st); }, st, opt.samples);
     DeviceBuffer reference_out(buf.dst[0].size());  // our output of buffer 0, to compare NPP with
-    auto record = [&](const std::string& filter, double param, int taps, double ours_us, std::function<void(int)> npp) {
+    auto record = [&](const std::string& filter, double param, int taps, const std::array<double, 3>& us,
+                      std::function<void(int)> npp) {
       KernelResult r;
       r.width = w;
       r.height = h;
       r.filter = filter;
       r.param = param;
       r.taps = taps;
-      r.ours_us = ours_us;
+      r.ours_us = us[0];
+      r.fused_us = us[1];
+      r.two_pass_us = us[2];
       r.copy_us = copy_us;
       CUDA_CHECK(cudaMemcpyAsync(reference_out.get(), buf.dst[0].get(), reference_out.size(), cudaMemcpyDeviceToDevice, st));
       if (npp) {
@@ -144,7 +161,7 @@ std::vector<KernelResult> run_kernel_bench(const KernelBenchOptions& opt) {
     for (double sigma : opt.sigmas) {
       cuda::GaussianBlur blur(sigma);
       blur.reserve(w, h, 1);
-      const double us = median_us([&](int i) { blur.apply<uint8_t>(buf.in(i), buf.out(i), st); }, st, opt.samples);
+      const auto us = time_paths(blur, [&](int i) { blur.apply<uint8_t>(buf.in(i), buf.out(i), st); }, st, opt.samples);
       std::function<void(int)> npp;
 #ifdef STREAMBLUR_HAVE_NPP
       const std::vector<float> weights = gaussian_weights_f(sigma);
@@ -166,7 +183,7 @@ std::vector<KernelResult> run_kernel_bench(const KernelBenchOptions& opt) {
     for (int r : opt.box_radii) {
       cuda::BoxBlur blur(r);
       blur.reserve(w, h, 1);
-      const double us = median_us([&](int i) { blur.apply<uint8_t>(buf.in(i), buf.out(i), st); }, st, opt.samples);
+      const auto us = time_paths(blur, [&](int i) { blur.apply<uint8_t>(buf.in(i), buf.out(i), st); }, st, opt.samples);
       std::function<void(int)> npp;
 #ifdef STREAMBLUR_HAVE_NPP
       const NppStreamContext ctx = npp_context(st);

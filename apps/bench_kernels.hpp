@@ -19,7 +19,9 @@ struct KernelResult {
   std::string filter;   // gblur or boxblur
   double param = 0;     // sigma or radius
   int taps = 0;         // 2r+1
-  double ours_us = 0;   // median GPU time of one plane
+  double ours_us = 0;   // median GPU time of one plane (the kernels Auto picks)
+  double fused_us = 0;  // the same, forcing the fused kernel
+  double two_pass_us = 0;  // the same, forcing two passes
   double copy_us = 0;   // device-to-device copy of the same bytes
   double npp_us = -1;   // NPP on the same buffers; -1 when NPP is not built in
   int npp_max_diff = -1;

@@ -21,7 +21,8 @@ extern "C" {
 namespace {
 
 void print_kernel_header(bool npp) {
-  std::printf("%-10s %-8s %6s %5s %10s %10s %8s", "size", "filter", "param", "taps", "ours_us", "copy_us", "x_copy");
+  std::printf("%-10s %-8s %6s %5s %10s %9s %9s %10s %8s", "size", "filter", "param", "taps", "ours_us", "fused_us",
+              "2pass_us", "copy_us", "x_copy");
   if (npp) std::printf(" %10s %9s %8s", "npp_us", "npp/ours", "maxdiff");
   std::printf("\n");
 }
@@ -29,8 +30,8 @@ void print_kernel_header(bool npp) {
 void print_kernel_row(const streamblur::bench::KernelResult& r) {
   char size[32];
   std::snprintf(size, sizeof size, "%dx%d", r.width, r.height);
-  std::printf("%-10s %-8s %6g %5d %10.1f %10.1f %8.2f", size, r.filter.c_str(), r.param, r.taps, r.ours_us, r.copy_us,
-              r.ours_us / r.copy_us);
+  std::printf("%-10s %-8s %6g %5d %10.1f %9.1f %9.1f %10.1f %8.2f", size, r.filter.c_str(), r.param, r.taps, r.ours_us,
+              r.fused_us, r.two_pass_us, r.copy_us, r.ours_us / r.copy_us);
   if (r.npp_us >= 0) std::printf(" %10.1f %9.2f %8d", r.npp_us, r.npp_us / r.ours_us, r.npp_max_diff);
   std::printf("\n");
   std::fflush(stdout);
@@ -40,7 +41,7 @@ nlohmann::json kernel_json(const std::vector<streamblur::bench::KernelResult>& r
   nlohmann::json j = nlohmann::json::array();
   for (const auto& r : results)
     j.push_back({{"width", r.width}, {"height", r.height}, {"filter", r.filter}, {"param", r.param}, {"taps", r.taps},
-                 {"ours_us", r.ours_us}, {"copy_us", r.copy_us}, {"ratio_to_copy", r.ours_us / r.copy_us},
+                 {"ours_us", r.ours_us}, {"fused_us", r.fused_us}, {"two_pass_us", r.two_pass_us}, {"copy_us", r.copy_us}, {"ratio_to_copy", r.ours_us / r.copy_us},
                  {"npp_us", r.npp_us}, {"npp_max_diff", r.npp_max_diff}});
   return j;
 }

@@ -227,7 +227,12 @@ struct DeviceImage {
   void upload(const HostImage<T>& img) {
     CUDA_CHECK(cudaMemcpy2D(buf.get(), pitch, img.buf.data(), img.pitch, w * c * sizeof(T), h, cudaMemcpyHostToDevice));
   }
-  void poison(int byte) { CUDA_CHECK(cudaMemset(buf.get(), byte, buf.size())); }
+  // cudaMemset runs on the legacy default stream, which does not order itself
+  // with the test's non-blocking stream: wait for it.
+  void poison(int byte) {
+    CUDA_CHECK(cudaMemset(buf.get(), byte, buf.size()));
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
   HostImage<T> download() const {
     HostImage<T> img(w, h, c);
     CUDA_CHECK(cudaMemcpy2D(img.buf.data(), img.pitch, buf.get(), pitch, w * c * sizeof(T), h, cudaMemcpyDeviceToHost));
@@ -243,6 +248,11 @@ struct DeviceImage {
     return true;
   }
 };
+
+const cuda::BlurPath kPaths[] = {cuda::BlurPath::Auto, cuda::BlurPath::Fused, cuda::BlurPath::TwoPass};
+const char* path_name(cuda::BlurPath p) {
+  return p == cuda::BlurPath::Auto ? "path auto" : p == cuda::BlurPath::Fused ? "path fused" : "path two-pass";
+}
 
 // Runs `apply(src, dst, stream)` twice with two poisons: every sample must be
 // written (a stale poison cannot match the reference both times) and the row
@@ -270,7 +280,11 @@ void gpu_gauss_case(Size s, int channels, double sigma, int radius = -1) {
   HostImage<T> want(s.w, s.h, channels);
   reference::gaussian_blur<T>(src.cplane(), want.plane(), sigma, radius);
   cuda::GaussianBlur blur(sigma, radius);
-  gpu_case<T>(src, want, 1, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
+  for (cuda::BlurPath path : kPaths) {  // every kernel, not only the one Auto picks here
+    SCOPED_TRACE(path_name(path));
+    blur.set_path(path);
+    gpu_case<T>(src, want, 1, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
+  }
 }
 
 template <class T>
@@ -281,7 +295,11 @@ void gpu_box_case(Size s, int channels, int r) {
   HostImage<T> want(s.w, s.h, channels);
   reference::box_blur<T>(src.cplane(), want.plane(), r);
   cuda::BoxBlur blur(r);
-  gpu_case<T>(src, want, 0, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
+  for (cuda::BlurPath path : kPaths) {
+    SCOPED_TRACE(path_name(path));
+    blur.set_path(path);
+    gpu_case<T>(src, want, 0, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
+  }
 }
 
 #define REQUIRE_GPU() \
@@ -332,14 +350,22 @@ TEST(CudaBlur, AnisotropicMatchesReference) {
   REQUIRE_GPU();
   const unsigned seed = fresh_seed();
   SCOPED_TRACE(seed);
-  auto src = random_image<uint16_t>(161, 93, 2, seed, 1023);
-  HostImage<uint16_t> want(161, 93, 2);
-  reference::gaussian_blur<uint16_t>(src.cplane(), want.plane(), 1.0, 2.0, -1, -1);
-  cuda::GaussianBlur g(1.0, 2.0, -1, -1);
-  gpu_case<uint16_t>(src, want, 1, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { g.apply<uint16_t>(a, b, st); });
-  reference::box_blur<uint16_t>(src.cplane(), want.plane(), 4, 1);
-  cuda::BoxBlur bx(4, 1);
-  gpu_case<uint16_t>(src, want, 0, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { bx.apply<uint16_t>(a, b, st); });
+  for (int channels : {2, 1}) {
+    auto src = random_image<uint16_t>(161, 93, channels, seed + channels, 1023);
+    HostImage<uint16_t> want(161, 93, channels);
+    reference::gaussian_blur<uint16_t>(src.cplane(), want.plane(), 1.0, 2.0, -1, -1);
+    HostImage<uint16_t> want_box(161, 93, channels);
+    reference::box_blur<uint16_t>(src.cplane(), want_box.plane(), 4, 1);
+    cuda::GaussianBlur g(1.0, 2.0, -1, -1);
+    cuda::BoxBlur bx(4, 1);
+    for (cuda::BlurPath path : kPaths) {
+      SCOPED_TRACE(testing::Message() << path_name(path) << " channels=" << channels);
+      g.set_path(path);
+      bx.set_path(path);
+      gpu_case<uint16_t>(src, want, 1, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { g.apply<uint16_t>(a, b, st); });
+      gpu_case<uint16_t>(src, want_box, 0, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { bx.apply<uint16_t>(a, b, st); });
+    }
+  }
 }
 
 // In place runs the fused kernel through the scratch plane (small radii) or
@@ -355,9 +381,14 @@ TEST(CudaBlur, InPlaceMatchesReference) {
     DeviceImage<uint8_t> d(257, 130, 2);
     d.upload(src);
     cuda::GaussianBlur blur(sigma);
-    blur.apply<uint8_t>(d.plane(), d.plane(), stream.get());
-    stream.synchronize();
-    EXPECT_EQ(count_mismatches(d.download(), want, 1), 0);
+    for (cuda::BlurPath path : kPaths) {
+      SCOPED_TRACE(path_name(path));
+      d.upload(src);
+      blur.set_path(path);
+      blur.apply<uint8_t>(d.plane(), d.plane(), stream.get());
+      stream.synchronize();
+      EXPECT_EQ(count_mismatches(d.download(), want, 1), 0);
+    }
   }
   for (int r : {1, 40}) {
     SCOPED_TRACE(r);
@@ -367,9 +398,14 @@ TEST(CudaBlur, InPlaceMatchesReference) {
     DeviceImage<uint16_t> d(199, 77, 1);
     d.upload(src);
     cuda::BoxBlur blur(r);
-    blur.apply<uint16_t>(d.plane(), d.plane(), stream.get());
-    stream.synchronize();
-    EXPECT_EQ(count_mismatches(d.download(), want, 0), 0);
+    for (cuda::BlurPath path : kPaths) {
+      SCOPED_TRACE(path_name(path));
+      d.upload(src);
+      blur.set_path(path);
+      blur.apply<uint16_t>(d.plane(), d.plane(), stream.get());
+      stream.synchronize();
+      EXPECT_EQ(count_mismatches(d.download(), want, 0), 0);
+    }
   }
 }
 

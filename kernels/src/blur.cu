@@ -1,11 +1,12 @@
 // Separable Gaussian and box blurs of one pitch-linear plane.
 //
-// The smallest radii run fused: one block stages its output tile plus halo of
-// the source in shared memory, runs the horizontal pass over the tile's rows
-// and halo rows into shared memory, then the vertical pass, so global memory
-// sees about one read (plus halo) and one write per sample. Measured, it is
-// not memory-bound but limited by per-sample instructions (byte loads, edge
-// clamping), so it beats the two passes only up to r = 3. Larger radii run in
+// Small and medium radii run fused: a block stages its output tile plus halo
+// of the source in shared memory, runs the horizontal pass over the tile's
+// rows and halo rows into shared memory, then the vertical pass, so global
+// memory sees about one read (plus halo) and one write per sample. One-channel
+// planes use a kernel with 4 samples per thread (vector loads and stores,
+// register windows); interleaved channels a generic one, which is limited by
+// per-sample instructions and so pays only up to r = 3. Larger radii run in
 // two passes:
 //
 // Pass 1 (horizontal) reads the source row segment plus its halo into shared
@@ -142,7 +143,9 @@ constexpr int kFThreadsX = 32;
 constexpr int kFThreadsY = 8;
 constexpr int kFTileW = 64;
 constexpr int kFTileH = 32;
-constexpr int kFusedMaxRadiusY = 3;  // measured on an H200: faster than two passes up to r = 3, slower from r = 6 (see README)
+// Auto choice for interleaved channels, from measurements on an H200
+// (README): the generic fused kernel beats two passes up to r = 3.
+constexpr int kFusedMaxRadiusY = 3;
 
 template <class In>
 std::size_t fused_shared_bytes(int rx, int ry, int channels, std::size_t sample_bytes, bool weighted) {
@@ -204,6 +207,134 @@ fused_blur(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ 
   }
 }
 
+// Fused kernel for planes of one channel (Y, U, V, gray): each thread owns
+// 4 adjacent samples of 4 rows. Rows are loaded 4 samples at a time (one
+// 32- or 64-bit load) where the tile lies inside the plane, the horizontal pass
+// slides a register window along the row, and results are stored 4 at a time.
+constexpr int kX4ThreadsX = 32;
+constexpr int kX4ThreadsY = 8;
+constexpr int kX4TileW = kX4ThreadsX * 4;  // 128 samples
+constexpr int kX4TileH = kX4ThreadsY * 4;  // 32 rows
+constexpr int kX4MaxRadius = 32;           // halo columns are loaded by one thread each
+// Auto uses it up to these radii: measured on an H200 (README), it beats two
+// passes up to r = 15 for the Gaussian and r = 8 for the box, not at 30 / 15.
+constexpr int kX4AutoMaxRadiusGauss = 16;
+constexpr int kX4AutoMaxRadiusBox = 8;
+
+template <class In>
+std::size_t x4_shared_bytes(int rx, int ry, std::size_t sample_bytes, bool weighted) {
+  const std::size_t in_h = kX4TileH + 2 * ry, in_w = kX4TileW + 2 * rx;
+  const std::size_t w = weighted ? (2 * rx + 1 + 2 * ry + 1) * sizeof(float) : 0;
+  const std::size_t tile = (in_h * in_w * sample_bytes + 15) / 16 * 16;
+  return (w + 15) / 16 * 16 + tile + in_h * kX4TileW * sizeof(In);
+}
+
+template <class T> struct Vec4;
+template <> struct Vec4<uint8_t> { using type = uchar4; };
+template <> struct Vec4<uint16_t> { using type = ushort4; };
+
+template <class T, class In, class Acc, bool kWeighted>
+__global__ void __launch_bounds__(kX4ThreadsX * kX4ThreadsY)
+fused_blur_x4(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
+              int samples, int height, const float* __restrict__ weights, int rx, int ry,
+              unsigned long long box_count, bool vector_io) {
+  using V = typename Vec4<T>::type;
+  extern __shared__ float smem[];
+  const int in_w = kX4TileW + 2 * rx, in_h = kX4TileH + 2 * ry;
+  float* wx = smem;
+  float* wy = wx + (kWeighted ? 2 * rx + 1 : 0);
+  const int wfloats = kWeighted ? 2 * rx + 1 + 2 * ry + 1 : 0;
+  T* tile = reinterpret_cast<T*>(smem + (wfloats + 3) / 4 * 4);
+  In* hsum = reinterpret_cast<In*>(reinterpret_cast<unsigned char*>(tile) +
+                                   (static_cast<std::size_t>(in_h) * in_w * sizeof(T) + 15) / 16 * 16);
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int x0 = blockIdx.x * kX4TileW, y0 = blockIdx.y * kX4TileH;
+  if (kWeighted) {
+    for (int i = ty * kX4ThreadsX + tx; i < wfloats; i += kX4ThreadsX * kX4ThreadsY)
+      smem[i] = weights[i];  // horizontal then vertical, as stored
+  }
+  const bool full_row = vector_io && x0 + kX4TileW <= samples;
+  for (int r = ty; r < in_h; r += kX4ThreadsY) {
+    const T* in = row_ptr(src, src_pitch, min(max(y0 - ry + r, 0), height - 1));
+    T* t = tile + r * in_w;
+    const int c = tx * 4;
+    if (full_row) {
+      const V v = *reinterpret_cast<const V*>(in + x0 + c);
+      t[rx + c] = v.x; t[rx + c + 1] = v.y; t[rx + c + 2] = v.z; t[rx + c + 3] = v.w;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) t[rx + c + j] = in[min(max(x0 + c + j, 0), samples - 1)];
+    }
+    if (tx < rx) {  // halo columns, clamped at the plane's edges
+      t[tx] = in[min(max(x0 - rx + tx, 0), samples - 1)];
+      t[rx + kX4TileW + tx] = in[min(max(x0 + kX4TileW + tx, 0), samples - 1)];
+    }
+  }
+  __syncthreads();
+  // Horizontal: 4 outputs per thread per row from a window of 4 + 2rx samples.
+  for (int r = ty; r < in_h; r += kX4ThreadsY) {
+    const T* t = tile + r * in_w + tx * 4;
+    In acc[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4 + 2 * rx; ++i) {
+      const T v = t[i];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int k = i - j;
+        if (k >= 0 && k <= 2 * rx) {
+          if constexpr (kWeighted) acc[j] += wx[k] * static_cast<float>(v);
+          else acc[j] += static_cast<In>(v);
+        }
+      }
+    }
+    In* h = hsum + r * kX4TileW + tx * 4;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) h[j] = acc[j];
+  }
+  __syncthreads();
+  // Vertical: 4 columns x 4 rows per thread.
+  const int c = tx * 4, r0 = ty * 4;
+  Acc acc[4][4] = {};
+  for (int i = 0; i < 4 + 2 * ry; ++i) {
+    const In* h = hsum + (r0 + i) * kX4TileW + c;
+    In v[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) v[q] = h[q];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int k = i - j;
+      if (k >= 0 && k <= 2 * ry) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          if constexpr (kWeighted) acc[j][q] += wy[k] * v[q];
+          else acc[j][q] += static_cast<Acc>(v[q]);
+        }
+      }
+    }
+  }
+  const float max_value = static_cast<float>(static_cast<T>(~T(0)));
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int y = y0 + r0 + j;
+    if (y >= height) break;
+    T* out = row_ptr(dst, dst_pitch, y) + x0 + c;
+    T o[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      if constexpr (kWeighted) o[q] = round_clamp<T>(acc[j][q], max_value);
+      else o[q] = static_cast<T>((acc[j][q] + box_count / 2) / box_count);
+    }
+    if (full_row) {
+      V v;
+      v.x = o[0]; v.y = o[1]; v.z = o[2]; v.w = o[3];
+      *reinterpret_cast<V*>(out) = v;
+    } else {
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (x0 + c + q < samples) out[q] = o[q];
+    }
+  }
+}
+
 void check_launch() { CUDA_CHECK(cudaGetLastError()); }
 
 __global__ void round_high_bits_kernel(uint16_t* data, std::ptrdiff_t pitch, int samples, int height, int shift) {
@@ -232,33 +363,53 @@ void check_planes(const Plane<const T>& src, const Plane<T>& dst) {
     throw std::invalid_argument("blur: bad plane shape");
 }
 
-// Launches both passes. weights == nullptr selects the box.
+// Launches the blur. weights == nullptr selects the box.
 // weights: 2rx+1 horizontal then 2ry+1 vertical (Gaussian only).
 template <class T, class Acc, bool kWeighted>
 void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, int ry, void* scratch,
-                cudaStream_t stream) {
+                BlurPath path, cudaStream_t stream) {
   using In = std::conditional_t<kWeighted, float, uint32_t>;
   const int samples = src.samples_per_row();
   const int height = src.height;
   const unsigned long long box_count = static_cast<unsigned long long>(2 * rx + 1) * (2 * ry + 1);
-  if (ry <= kFusedMaxRadiusY) {
+  // Tiles read their neighbours' rows, so in place a fused kernel writes to the
+  // scratch plane and the result is copied back (still fewer bytes than two passes).
+  const bool in_place = src.data == dst.data;
+  const Plane<T> out = in_place ? Plane<T>(static_cast<T*>(scratch), src.width, height,
+                                           static_cast<std::ptrdiff_t>(scratch_pitch(samples)), src.channels)
+                                : dst;
+  auto finish_fused = [&] {
+    check_launch();
+    if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
+  };
+  const int auto_max = kWeighted ? kX4AutoMaxRadiusGauss : kX4AutoMaxRadiusBox;
+  const bool auto_x4 = path == BlurPath::Auto && rx <= auto_max && ry <= auto_max;
+  if (src.channels == 1 && (path == BlurPath::Fused || auto_x4) && rx <= kX4MaxRadius) {
+    const std::size_t shared = x4_shared_bytes<In>(rx, ry, sizeof(T), kWeighted);
+    const unsigned grid_y = (height + kX4TileH - 1) / kX4TileH;
+    if (shared <= kMaxShared && grid_y <= static_cast<unsigned>(kMaxGridY)) {
+      const std::size_t align = 4 * sizeof(T);
+      auto aligned = [&](const void* p, std::ptrdiff_t pitch) {
+        return reinterpret_cast<std::uintptr_t>(p) % align == 0 && pitch % static_cast<std::ptrdiff_t>(align) == 0;
+      };
+      const bool vector_io = aligned(src.data, src.pitch) && aligned(out.data, out.pitch);
+      const dim3 grid((samples + kX4TileW - 1) / kX4TileW, grid_y);
+      fused_blur_x4<T, In, Acc, kWeighted><<<grid, dim3(kX4ThreadsX, kX4ThreadsY), shared, stream>>>(
+          src.data, src.pitch, out.data, out.pitch, samples, height, weights, rx, ry, box_count, vector_io);
+      return finish_fused();
+    }
+  }
+  if (path == BlurPath::Fused || (path == BlurPath::Auto && ry <= kFusedMaxRadiusY)) {
     const std::size_t shared = fused_shared_bytes<In>(rx, ry, src.channels, sizeof(T), kWeighted);
     const unsigned grid_y = (height + kFTileH - 1) / kFTileH;
     if (shared <= kMaxShared && grid_y <= static_cast<unsigned>(kMaxGridY)) {
-      // Tiles read their neighbours' rows, so in place the result goes to the
-      // scratch plane first and is copied back (still far fewer bytes than two passes).
-      const bool in_place = src.data == dst.data;
-      Plane<T> out = in_place ? Plane<T>(static_cast<T*>(scratch), src.width, height,
-                                         static_cast<std::ptrdiff_t>(scratch_pitch(samples)), src.channels)
-                              : dst;
       const dim3 grid((samples + kFTileW - 1) / kFTileW, grid_y);
       fused_blur<T, In, Acc, kWeighted><<<grid, dim3(kFThreadsX, kFThreadsY), shared, stream>>>(
           src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, weights, rx, ry, box_count);
-      check_launch();
-      if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
-      return;
+      return finish_fused();
     }
   }
+  // Two passes through the scratch plane.
   const std::ptrdiff_t tmp_pitch = static_cast<std::ptrdiff_t>(scratch_pitch(samples));
   In* tmp = static_cast<In*>(scratch);
   const float* wx = weights;
@@ -321,7 +472,7 @@ void GaussianBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) 
   if (src.width == 0 || src.height == 0) return;
   if (radius_x_ == 0 && radius_y_ == 0) return copy_plane(src, dst, stream);
   ensure_scratch(scratch_, src.width, src.height, src.channels);
-  run_passes<T, float, true>(src, dst, weights_.as<float>(), radius_x_, radius_y_, scratch_.get(), stream);
+  run_passes<T, float, true>(src, dst, weights_.as<float>(), radius_x_, radius_y_, scratch_.get(), path_, stream);
 }
 
 BoxBlur::BoxBlur(int radius_x, int radius_y) : radius_x_(radius_x), radius_y_(radius_y) {
@@ -340,9 +491,9 @@ void BoxBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
   // Column sums fit 32 bits unless max_sample * window overflows them.
   const double worst = static_cast<double>(static_cast<T>(~T(0))) * (2.0 * radius_x_ + 1) * (2.0 * radius_y_ + 1);
   if (worst < 4294967296.0)
-    run_passes<T, uint32_t, false>(src, dst, nullptr, radius_x_, radius_y_, scratch_.get(), stream);
+    run_passes<T, uint32_t, false>(src, dst, nullptr, radius_x_, radius_y_, scratch_.get(), path_, stream);
   else
-    run_passes<T, unsigned long long, false>(src, dst, nullptr, radius_x_, radius_y_, scratch_.get(), stream);
+    run_passes<T, unsigned long long, false>(src, dst, nullptr, radius_x_, radius_y_, scratch_.get(), path_, stream);
 }
 
 void round_to_high_bits(Plane<uint16_t> plane, int shift, cudaStream_t stream) {

@@ -15,6 +15,11 @@
 
 namespace streamblur::cuda {
 
+// Which kernels run. Auto picks by channels and radius (from measurements on
+// an H200); the others force one, for tests and the benchmark. A forced fused
+// path falls back to two passes where its tile does not fit in shared memory.
+enum class BlurPath { Auto, Fused, TwoPass };
+
 class GaussianBlur {
  public:
   GaussianBlur(double sigma, int radius = -1) : GaussianBlur(sigma, sigma, radius, radius) {}
@@ -22,10 +27,12 @@ class GaussianBlur {
   int radius_x() const noexcept { return radius_x_; }
   int radius_y() const noexcept { return radius_y_; }
   void reserve(int width, int height, int channels);
+  void set_path(BlurPath path) noexcept { path_ = path; }
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
 
  private:
   int radius_x_, radius_y_;
+  BlurPath path_ = BlurPath::Auto;
   DeviceBuffer weights_;   // 2rx+1 horizontal then 2ry+1 vertical floats
   DeviceBuffer scratch_;   // float intermediate
 };
@@ -37,10 +44,12 @@ class BoxBlur {
   int radius_x() const noexcept { return radius_x_; }
   int radius_y() const noexcept { return radius_y_; }
   void reserve(int width, int height, int channels);
+  void set_path(BlurPath path) noexcept { path_ = path; }
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
 
  private:
   int radius_x_, radius_y_;
+  BlurPath path_ = BlurPath::Auto;
   DeviceBuffer scratch_;   // uint32 horizontal sums
 };
 
