@@ -63,12 +63,7 @@ Decoded read_all(const std::string& path) {
   d.info = reader.video();
   d.title = container_title(reader.format_context());
   d.nb_streams = static_cast<int>(reader.format_context()->nb_streams);
-  DecodedFrame f;
-  while (reader.read(f)) {
-    d.frames.push_back(std::move(f.frame));
-    for (auto& p : f.passthrough) d.passthrough.push_back(std::move(p));
-  }
-  for (auto& p : reader.take_remaining_passthrough()) d.passthrough.push_back(std::move(p));
+  read_everything(reader, d.frames, d.passthrough);
   d.warnings = reader.warnings();
   return d;
 }

@@ -82,12 +82,7 @@ Media read_media(const std::string& path) {
   const AVFormatContext* fc = r.format_context();
   if (const AVDictionaryEntry* e = av_dict_get(fc->metadata, "title", nullptr, 0)) m.title = e->value;
   for (unsigned i = 0; i < fc->nb_streams; ++i) m.stream_tbs.push_back(fc->streams[i]->time_base);
-  io::DecodedFrame f;
-  while (r.read(f)) {
-    m.frames.push_back(std::move(f.frame));
-    for (auto& p : f.passthrough) m.packets.push_back(std::move(p));
-  }
-  for (auto& p : r.take_remaining_passthrough()) m.packets.push_back(std::move(p));
+  read_everything(r, m.frames, m.packets);
   m.warnings = r.warnings();
   return m;
 }

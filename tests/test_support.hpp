@@ -20,6 +20,7 @@ extern "C" {
 
 #include "streamblur/io/av_error.hpp"
 #include "streamblur/io/av_ptr.hpp"
+#include "streamblur/io/reader.hpp"
 
 namespace sbtest {
 
@@ -98,6 +99,17 @@ inline void write_audio_only_mkv(const std::string& path) {
   AV_CHECK(av_write_trailer(oc));
   avio_closep(&oc->pb);
   avformat_free_context(oc);
+}
+
+// Reads every frame and every passthrough packet (in demux order) of `reader`.
+inline void read_everything(streamblur::io::MediaReader& reader, std::vector<streamblur::io::AVFramePtr>& frames,
+                            std::vector<streamblur::io::AVPacketPtr>& packets) {
+  streamblur::io::DecodedFrame f;
+  while (reader.read(f)) {
+    frames.push_back(std::move(f.frame));
+    for (auto& p : f.passthrough) packets.push_back(std::move(p));
+  }
+  for (auto& p : reader.take_remaining_passthrough()) packets.push_back(std::move(p));
 }
 
 }  // namespace sbtest
