@@ -1,8 +1,15 @@
 #pragma once
 // The streaming pipeline: a oneTBB flow graph
-//   decode (serial) -> [slot join] -> upload -> filter chain -> download -> sequencer -> encode+mux (serial)
+//   source (serial decode: CPU or NVDEC) -> [slot join] -> stage-in -> filter chain
+//     -> gpu wait -> finish -> sequencer -> sink (serial: encoder, null, or the caller's code)
 // where the frame slots (pinned host planes, device planes, a non-blocking
-// stream, events) are the tokens that bound the frames in flight.
+// stream, events) are the tokens that bound the frames in flight. Memory is
+// `inflight` slots plus the one decoded frame the source node holds (and, with
+// NVDEC, a decoder surface pool sized for them). pipeline/src/pipeline.cpp
+// holds the stages; NVDEC frames enter in `stage_in`, sinks take them in `sink`.
+#include <cuda_runtime_api.h>
+
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -29,6 +36,37 @@ struct Progress {
   bool final = false;
 };
 
+// How frames are decoded. Auto: NVDEC (FFmpeg's CUDA hwaccel, frames stay in
+// device memory) when the CUDA backend runs, the codec and format are ones
+// NVDEC takes and the decoder can be created; otherwise the CPU, with a note
+// saying why. Nvdec: the same, but no usable device is an error. None: CPU.
+enum class HwDecode { Auto, Nvdec, None };
+
+// Where a frame sink wants its planes: in device memory (the CUDA backend's
+// slot planes, no download) or in host memory (pinned slot planes on CUDA,
+// the decoded frame on the CPU backend).
+enum class SinkMemory { Device, Host };
+
+// One filtered frame handed to PipelineOptions::frame_sink, in presentation
+// order, from one thread at a time.
+// Ownership: the planes belong to the pipeline and are valid only until the
+// callback returns; the slot is then reused for a later frame. To keep a frame,
+// copy it during the callback. For device planes, work the callback enqueues on
+// `stream` is ordered before the slot's reuse (the next frame in the slot is
+// queued on the same stream), so an asynchronous copy on `stream` is safe; work
+// on any other stream must be finished before returning.
+struct FrameView {
+  int64_t index = 0;                // 0, 1, 2, ... in output order
+  int64_t pts = 0;                  // in time_base (AV_NOPTS_VALUE when unknown)
+  double pts_seconds = 0;           // NaN when unknown
+  int time_base_num = 0, time_base_den = 1;
+  FrameLayout layout;               // the processing format (sizes, channels, sample size per plane)
+  std::array<AnyPlane, 4> planes{}; // layout.num_planes of them
+  bool on_device = false;           // device memory of `device` (else host memory)
+  int device = 0;
+  cudaStream_t stream = nullptr;    // the slot's stream (device planes; the frame's work on it is complete)
+};
+
 struct StageStats {
   double busy_s = 0;     // time spent working in the stage (GPU stages: measured with CUDA events)
   double blocked_s = 0;  // time its output waited for the next stage to take it
@@ -45,6 +83,9 @@ struct RunStats {
   int decode_warnings = 0;
   bool stopped_early = false;  // the stop flag ended reading before the end of the input
   std::string input_format, processing_format;
+  std::string decoder = "cpu";       // "cpu" or "nvdec"
+  int device = -1;                   // CUDA device used (-1: none)
+  std::size_t gpu_memory_bytes = 0;  // device memory this pipeline allocated: slots, filter scratch, NVDEC surfaces
 };
 
 struct PipelineOptions {
@@ -59,7 +100,17 @@ struct PipelineOptions {
   std::function<void(const Progress&)> progress;  // from the encode stage, about 4 times a second and once at the end
   const std::atomic<bool>* stop = nullptr;        // when set: stop reading, finish what is in flight, finalise
   std::function<void(const std::string&)> note;   // notes for the user; default: a line on stderr
+  HwDecode hwdec = HwDecode::Auto;
+  int device = 0;                // CUDA device index for everything this pipeline does on the GPU
+  // When set, filtered frames go to this callback (output must be empty); an
+  // exception it throws stops the run and is rethrown by run_pipeline.
+  std::function<void(const FrameView&)> frame_sink;
+  SinkMemory sink_memory = SinkMemory::Device;  // where frame_sink's planes live on the CUDA backend
 };
+
+// Parses "auto", "nvdec" (also "cuda"), "none" (also "cpu"); throws
+// std::invalid_argument naming the value otherwise.
+HwDecode parse_hwdec(const std::string& text);
 
 // The encoder used when none is named: the container's own for image outputs
 // (png, ...), libx264 otherwise.
