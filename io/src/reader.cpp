@@ -14,6 +14,7 @@ extern "C" {
 #include <utility>
 
 #include "streamblur/io/av_error.hpp"
+#include "streamblur/io/hw_decode.hpp"
 
 namespace streamblur::io {
 
@@ -26,6 +27,19 @@ constexpr int kMaxConsecutiveErrors = 64;
 constexpr int kMaxPrintedWarnings = 20;
 
 std::string in_quotes(const std::string& path) { return "'" + path + "'"; }
+
+// get_format for hardware decoding: the CUDA surface format when offered.
+// FFmpeg calls it again without that format when the hwaccel cannot be set up
+// for the stream (an unsupported profile, say); software frames follow then.
+AVPixelFormat pick_cuda_format(AVCodecContext*, const AVPixelFormat* formats) {
+  for (const AVPixelFormat* f = formats; *f != AV_PIX_FMT_NONE; ++f)
+    if (*f == AV_PIX_FMT_CUDA) return *f;
+  for (const AVPixelFormat* f = formats; *f != AV_PIX_FMT_NONE; ++f) {
+    const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(*f);
+    if (d && !(d->flags & AV_PIX_FMT_FLAG_HWACCEL)) return *f;
+  }
+  return AV_PIX_FMT_NONE;
+}
 
 }  // namespace
 
@@ -98,19 +112,44 @@ void MediaReader::Impl::open() {
   video_index = rc;
   AVStream* st = fmt->streams[video_index];
 
-  dec.reset(avcodec_alloc_context3(decoder));
-  if (!dec) throw std::bad_alloc();
-  AV_CHECK_CTX(avcodec_parameters_to_context(dec.get(), st->codecpar),
-               "cannot set up the " + std::string(decoder->name) + " decoder for " + in_quotes(path));
-  dec->pkt_timebase = st->time_base;
-  dec->thread_count = options.decoder_threads;
-  dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
-  AV_CHECK_CTX(avcodec_open2(dec.get(), decoder, nullptr),
-               "cannot open the " + std::string(decoder->name) + " decoder for " + in_quotes(path));
+  AVBufferRefPtr hw;
+  if (options.hw_device) hw = options.hw_device(*st->codecpar, *decoder);
+  auto open_decoder = [&](AVBufferRef* hw_device) {
+    dec.reset(avcodec_alloc_context3(decoder));
+    if (!dec) throw std::bad_alloc();
+    AV_CHECK_CTX(avcodec_parameters_to_context(dec.get(), st->codecpar),
+                 "cannot set up the " + std::string(decoder->name) + " decoder for " + in_quotes(path));
+    dec->pkt_timebase = st->time_base;
+    if (hw_device) {
+      dec->hw_device_ctx = av_buffer_ref(hw_device);
+      if (!dec->hw_device_ctx) throw std::bad_alloc();
+      dec->get_format = pick_cuda_format;
+      // The surfaces the caller holds at once (frames in flight) come on top
+      // of the decoder's own references, so decoding never waits for them.
+      dec->extra_hw_frames = options.extra_hw_frames;
+      dec->thread_count = 1;  // NVDEC decodes; frame threads would only add surfaces and latency
+    } else {
+      dec->thread_count = options.decoder_threads;
+      dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    }
+    return avcodec_open2(dec.get(), decoder, nullptr);
+  };
+  rc = open_decoder(hw.get());
+  if (rc < 0 && hw) {
+    info.hw_note = "the NVDEC decoder could not be opened (" + av_error_string(rc) + ")";
+    hw.reset();
+    rc = open_decoder(nullptr);
+  }
+  if (rc < 0)
+    throw_av_error(rc, "avcodec_open2", __FILE__, __LINE__,
+                   "cannot open the " + std::string(decoder->name) + " decoder for " + in_quotes(path));
+  info.hw_decode = hw != nullptr;
 
   info.width = st->codecpar->width;
   info.height = st->codecpar->height;
-  info.pix_fmt = dec->pix_fmt;
+  // With a hwaccel the context's format becomes AV_PIX_FMT_CUDA once decoding
+  // starts; the stream's own format is what the CPU decoder would give.
+  info.pix_fmt = hw ? static_cast<AVPixelFormat>(st->codecpar->format) : dec->pix_fmt;
   info.time_base = st->time_base;
   if (st->avg_frame_rate.num > 0 && st->avg_frame_rate.den > 0)
     info.frame_rate = st->avg_frame_rate;

@@ -118,6 +118,14 @@ class GaussianFilter final : public BlurFilterBase {
   int radius_;
   std::array<std::unique_ptr<cpu::GaussianBlur>, 4> cpu_;
   std::array<std::unique_ptr<cuda::GaussianBlur>, 4> gpu_;
+
+ public:
+  std::size_t device_bytes() const override {
+    std::size_t n = 0;
+    for (const auto& g : gpu_)
+      if (g) n += g->device_bytes();
+    return n;
+  }
   std::array<std::vector<float>, 4> tmp_;
 };
 
@@ -154,6 +162,14 @@ class BoxFilter final : public BlurFilterBase {
   int radius_;
   std::array<std::unique_ptr<cpu::BoxBlur>, 4> cpu_;
   std::array<std::unique_ptr<cuda::BoxBlur>, 4> gpu_;
+
+ public:
+  std::size_t device_bytes() const override {
+    std::size_t n = 0;
+    for (const auto& g : gpu_)
+      if (g) n += g->device_bytes();
+    return n;
+  }
   std::array<std::vector<uint32_t>, 4> tmp_;
 };
 

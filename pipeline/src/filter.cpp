@@ -204,6 +204,12 @@ void FilterChain::apply(const std::array<AnyPlane, 4>& planes, int num_planes, c
   }
 }
 
+std::size_t FilterChain::device_bytes() const {
+  std::size_t n = 0;
+  for (const auto& f : filters_) n += f->device_bytes();
+  return n;
+}
+
 std::string FilterChain::describe() const {
   std::string s;
   for (const auto& f : filters_) s += (s.empty() ? "" : ",") + f->describe();

@@ -2,6 +2,7 @@
 // Demux + decode of the best video stream of any input FFmpeg opens. Packets of
 // every other stream are kept, in file order, for stream copy.
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct VideoInfo {
   int64_t frame_count_estimate = 0; // nb_frames or duration*rate; 0 when unknown
   double duration_seconds = 0.0;    // 0 when unknown
   std::string codec_name;
+  bool hw_decode = false;           // frames come from a hardware decoder (AV_PIX_FMT_CUDA, in device memory)
+  std::string hw_note;              // why hardware decoding was asked for but not set up ("" otherwise)
 };
 
 // One decoded video frame plus the packets of other streams demuxed before it.
@@ -27,8 +30,16 @@ struct DecodedFrame {
   std::vector<AVPacketPtr> passthrough;    // stream_index is the INPUT stream index
 };
 
+// Asks for hardware decoding once the video stream is known, before the
+// decoder opens: returns a hardware device context (a new reference, e.g.
+// from make_cuda_device_context) or nullptr to decode on the CPU. It may
+// throw to fail the open.
+using HwDeviceProvider = std::function<AVBufferRefPtr(const AVCodecParameters& stream, const AVCodec& decoder)>;
+
 struct ReaderOptions {
   int decoder_threads = 0;  // 0 = FFmpeg's automatic choice (frame + slice threads)
+  HwDeviceProvider hw_device;  // empty: CPU decoding
+  int extra_hw_frames = 8;     // decoder surfaces beyond its own references (frames the caller holds at once)
 };
 
 class MediaReader {

@@ -29,6 +29,7 @@ class GaussianBlur {
   void reserve(int width, int height, int channels);
   void set_path(BlurPath path) noexcept { path_ = path; }
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
+  std::size_t device_bytes() const noexcept { return weights_.size() + scratch_.size(); }
 
  private:
   int radius_x_, radius_y_;
@@ -46,6 +47,7 @@ class BoxBlur {
   void reserve(int width, int height, int channels);
   void set_path(BlurPath path) noexcept { path_ = path; }
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
+  std::size_t device_bytes() const noexcept { return scratch_.size(); }
 
  private:
   int radius_x_, radius_y_;

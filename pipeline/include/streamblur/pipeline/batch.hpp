@@ -17,6 +17,7 @@ struct BatchJob {
   std::string output;
 };
 
+// Aggregate progress over the whole batch.
 struct BatchProgress {
   int files_total = 0;
   int files_done = 0;      // finished, with or without success
@@ -25,35 +26,51 @@ struct BatchProgress {
   int64_t frames = 0;      // over all files, finished and running
   double elapsed_s = 0;
   double fps = 0;          // aggregate: frames / elapsed
-  double eta_s = -1;       // -1 when unknown
+  double eta_s = -1;       // -1 when unknown (or stopping); from the frame estimates of the
+                           // started files when all are known, else files left x mean time per file
   bool final = false;
 };
 
 struct BatchResult {
   BatchJob job;
   bool ok = false;
-  std::string error;       // one line, when !ok
-  int device = -1;         // CUDA device it ran on (-1: CPU)
-  RunStats stats;          // when ok
+  bool skipped = false;    // never started because the batch was stopped (then !ok)
+  std::string error;       // one line, when !ok (run_pipeline's message, which usually names the file)
+  int device = -1;         // CUDA device it ran on (-1: CPU backend or not started)
+  RunStats stats;          // when ok; for a failure only wall_s (the time until it failed)
 };
 
 struct BatchOptions {
   std::vector<BatchJob> jobs;
   // Everything but input, output, device, progress, stop and frame_sink is
   // taken from here for every job (filters, backend, hwdec, encoder, inflight...).
+  // An empty encoder.codec means default_encoder_for(each output).
   PipelineOptions base;
   int jobs_per_device = 2;      // pipelines at once per GPU (or in all, on the CPU backend)
   std::vector<int> devices;     // CUDA devices to use; empty: every device
-  std::function<void(const BatchProgress&)> progress;  // about 4 times a second and once at the end
-  const std::atomic<bool>* stop = nullptr;             // stops starting files and stops the running ones
+  // About 4 times a second from a monitor thread, and once at the end (final,
+  // from the calling thread); never two calls at once. If it throws, the batch
+  // stops as with `stop` and run_batch rethrows the exception at the end.
+  std::function<void(const BatchProgress&)> progress;
+  // When set: no new file starts, and the running pipelines stop as a single
+  // run does (they finish the frames in flight and write a playable output).
+  const std::atomic<bool>* stop = nullptr;
+  // Notes of each pipeline with the job they came from, one call at a time.
+  // Default: base.note with "INPUT: " in front, or a line on stderr.
+  std::function<void(const BatchJob&, const std::string&)> note;
 };
 
-// Parses "all" (empty result: every device) or "0,1,3"; throws
-// std::invalid_argument naming the bad part.
+// Parses "all" (empty result: every device) or "0,1,3" (spaces allowed); throws
+// std::invalid_argument naming the bad part (empty, not a number, negative, twice).
 std::vector<int> parse_device_list(const std::string& text);
 
-// Runs every job; returns one result per job, in the order of `jobs`. Throws
-// only for bad options (std::invalid_argument), never for a failing file.
+// Runs every job; returns one result per job, in the order of `jobs`. Workers:
+// jobs_per_device per chosen GPU (worker i on devices[i % n]) on CUDA,
+// jobs_per_device in all on the CPU backend, never more than there are jobs.
+// Throws std::invalid_argument for bad options before anything runs (no jobs,
+// jobs_per_device < 1, two jobs with one output, an output that is an input,
+// a device that does not exist, CUDA without a device), never for a failing
+// file (see BatchResult), and otherwise only what `progress` threw.
 std::vector<BatchResult> run_batch(const BatchOptions& options);
 
 }  // namespace streamblur

@@ -36,6 +36,8 @@ class Filter {
   // In place. CUDA: enqueued on `stream`, no host sync. CPU: runs now, in parallel.
   virtual void apply(int plane, const AnyPlane& data, cudaStream_t stream) = 0;
   virtual std::string describe() const = 0;
+  // Device memory the filter holds (weights, scratch) after configure().
+  virtual std::size_t device_bytes() const { return 0; }
 };
 
 // ---- options table
@@ -90,6 +92,7 @@ class FilterChain {
   // planes: one per layout plane, same memory space as the backend.
   void apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream);
   std::string describe() const;
+  std::size_t device_bytes() const;
 
  private:
   std::vector<std::unique_ptr<Filter>> filters_;
