@@ -13,6 +13,7 @@
 #include "streamblur/kernels/cpu_blur.hpp"
 #include "streamblur/kernels/cuda_blur.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/kernels/cuda_convert.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "streamblur/kernels/reference.hpp"
 
@@ -414,4 +415,63 @@ TEST(CudaBlur, MismatchedPlanesThrow) {
   DeviceImage<uint8_t> a(10, 10, 1), b(11, 10, 1);
   cuda::BoxBlur blur(1);
   EXPECT_THROW(blur.apply<uint8_t>(a.plane(), b.plane(), nullptr), std::invalid_argument);
+}
+
+// ---- layout conversions for NVDEC surfaces (NV12 / P010 -> planar)
+
+namespace {
+
+template <class T>
+void convert_case(Size s, int shift) {
+  SCOPED_TRACE("size " + std::to_string(s.w) + "x" + std::to_string(s.h) + ", " + std::to_string(sizeof(T) * 8) +
+               "-bit, shift " + std::to_string(shift));
+  const auto luma = random_image<T>(s.w, s.h, 1, fresh_seed(), full_range<T>());
+  const auto uv = random_image<T>(s.w, s.h, 2, fresh_seed(), full_range<T>());
+  // Expected values written out here, not taken from the reference twins.
+  HostImage<T> want_y(s.w, s.h, 1), want_u(s.w, s.h, 1), want_v(s.w, s.h, 1);
+  for (int y = 0; y < s.h; ++y)
+    for (int x = 0; x < s.w; ++x) {
+      want_y.plane().row(y)[x] = static_cast<T>(luma.cplane().row(y)[x] >> shift);
+      want_u.plane().row(y)[x] = static_cast<T>(uv.cplane().row(y)[2 * x] >> shift);
+      want_v.plane().row(y)[x] = static_cast<T>(uv.cplane().row(y)[2 * x + 1] >> shift);
+    }
+  DeviceImage<T> d_luma(s.w, s.h, 1), d_uv(s.w, s.h, 2), d_y(s.w, s.h, 1), d_u(s.w, s.h, 1), d_v(s.w, s.h, 1);
+  for (DeviceImage<T>* d : {&d_y, &d_u, &d_v}) d->poison(0xA5);
+  d_luma.upload(luma);
+  d_uv.upload(uv);
+  cuda::CudaStream st;
+  cuda::shift_copy<T>(d_luma.plane(), d_y.plane(), shift, st.get());
+  cuda::split_channels<T>(d_uv.plane(), d_u.plane(), d_v.plane(), shift, st.get());
+  st.synchronize();
+  EXPECT_EQ(count_mismatches(d_y.download(), want_y, 0), 0);
+  EXPECT_EQ(count_mismatches(d_u.download(), want_u, 0), 0);
+  EXPECT_EQ(count_mismatches(d_v.download(), want_v, 0), 0);
+  for (DeviceImage<T>* d : {&d_y, &d_u, &d_v}) EXPECT_TRUE(d->padding_untouched(0xA5));
+  // The CPU twins agree with the same expectation.
+  HostImage<T> ref_y(s.w, s.h, 1), ref_u(s.w, s.h, 1), ref_v(s.w, s.h, 1);
+  reference::shift_copy<T>(luma.cplane(), ref_y.plane(), shift);
+  reference::split_channels<T>(uv.cplane(), ref_u.plane(), ref_v.plane(), shift);
+  EXPECT_EQ(count_mismatches(ref_y, want_y, 0), 0);
+  EXPECT_EQ(count_mismatches(ref_u, want_u, 0), 0);
+  EXPECT_EQ(count_mismatches(ref_v, want_v, 0), 0);
+}
+
+}  // namespace
+
+TEST(CudaConvert, Nv12AndP010SplitIntoPlanarPlanes) {
+  REQUIRE_GPU();
+  for (Size s : kSizes) {
+    if (!size_enabled(s)) continue;
+    convert_case<uint8_t>(s, 0);
+    convert_case<uint16_t>(s, 6);  // P010 -> yuv420p10le
+    convert_case<uint16_t>(s, 0);  // P010 kept as P010
+  }
+}
+
+TEST(CudaConvert, BadArgumentsThrowBeforeAnyLaunch) {
+  REQUIRE_GPU();
+  DeviceImage<uint8_t> a(8, 4, 2), b(8, 4, 1), c(7, 4, 1);
+  EXPECT_THROW(cuda::split_channels<uint8_t>(a.plane(), b.plane(), c.plane(), 0, nullptr), std::invalid_argument);
+  EXPECT_THROW(cuda::shift_copy<uint8_t>(b.plane(), c.plane(), 0, nullptr), std::invalid_argument);
+  EXPECT_THROW(cuda::shift_copy<uint8_t>(b.plane(), b.plane(), 8, nullptr), std::invalid_argument);
 }

@@ -19,6 +19,7 @@ extern "C" {
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -1111,3 +1112,387 @@ TEST_P(PipelineP010, LowBitsStayZeroAndValuesAreTheTenBitBlur) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, PipelineP010, ::testing::Values(Backend::Cpu, Backend::Cuda),
                          [](const ::testing::TestParamInfo<Backend>& info) { return backend_param_name(info.param); });
+
+// ---------------------------------------------------------------------------
+// Frame sinks: filtered frames handed to the caller's code
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// A frame copied out of a FrameView (host memory), plane by plane, packed rows.
+struct SunkFrame {
+  int64_t index = 0, pts = 0;
+  double pts_seconds = 0;
+  bool on_device = false;
+  FrameLayout layout;
+  std::vector<std::vector<uint8_t>> planes;
+};
+
+SunkFrame copy_view(const FrameView& v) {
+  SunkFrame f;
+  f.index = v.index;
+  f.pts = v.pts;
+  f.pts_seconds = v.pts_seconds;
+  f.on_device = v.on_device;
+  f.layout = v.layout;
+  for (int p = 0; p < v.layout.num_planes; ++p) {
+    const AnyPlane& a = v.planes[p];
+    const std::size_t row = static_cast<std::size_t>(a.width) * a.channels * a.bytes_per_sample;
+    std::vector<uint8_t> bytes(row * a.height);
+    if (v.on_device) {
+      CUDA_CHECK(cudaMemcpy2DAsync(bytes.data(), row, a.data, a.pitch, row, a.height, cudaMemcpyDeviceToHost, v.stream));
+      CUDA_CHECK(cudaStreamSynchronize(v.stream));
+    } else {
+      for (int y = 0; y < a.height; ++y)
+        std::memcpy(bytes.data() + y * row, static_cast<const uint8_t*>(a.data) + y * a.pitch, row);
+    }
+    f.planes.push_back(std::move(bytes));
+  }
+  return f;
+}
+
+std::vector<SunkFrame> sink_frames(PipelineOptions o, RunStats* stats = nullptr) {
+  std::vector<SunkFrame> frames;
+  o.output.clear();
+  o.frame_sink = [&](const FrameView& v) { frames.push_back(copy_view(v)); };
+  const RunStats st = run_pipeline(o);
+  if (stats) *stats = st;
+  return frames;
+}
+
+// The decoded frame's planes packed like SunkFrame's (independent of FrameLayout).
+std::vector<std::vector<uint8_t>> packed_planes(const AVFrame& f) {
+  std::vector<std::vector<uint8_t>> out;
+  const std::vector<PlaneGeom> geoms = plane_geoms(f);
+  for (size_t p = 0; p < geoms.size(); ++p) {
+    const PlaneGeom& g = geoms[p];
+    const std::size_t row = static_cast<std::size_t>(g.width) * g.channels * g.bytes;
+    std::vector<uint8_t> bytes(row * g.height);
+    for (int y = 0; y < g.height; ++y) std::memcpy(bytes.data() + y * row, f.data[p] + y * f.linesize[p], row);
+    out.push_back(std::move(bytes));
+  }
+  return out;
+}
+
+// Largest |a - b| over samples of 1 or 2 bytes, and how many differ at all.
+struct Diff {
+  int worst = 0;
+  std::size_t differing = 0, samples = 0;
+  double mean_signed = 0;
+};
+Diff diff_samples(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, int bytes) {
+  Diff d;
+  if (a.size() != b.size()) {
+    d.worst = 1 << 30;
+    return d;
+  }
+  double sum = 0;
+  for (std::size_t i = 0; i < a.size(); i += bytes) {
+    int x = a[i], y = b[i];
+    if (bytes == 2) {
+      x |= a[i + 1] << 8;
+      y |= b[i + 1] << 8;
+    }
+    d.worst = std::max(d.worst, std::abs(x - y));
+    d.differing += x != y;
+    sum += y - x;
+    ++d.samples;
+  }
+  d.mean_signed = d.samples ? sum / d.samples : 0;
+  return d;
+}
+
+}  // namespace
+
+TEST(PipelineFrameSink, CpuFramesEqualTheEncodedOutputInOrderWithPts) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv"), out = dir.file("out.mkv");
+  io::write_synthetic_clip(in, clip(33, 17, 6));
+  PipelineOptions o = options_for(in, out, "gblur=sigma=1.5", Backend::Cpu);
+  ASSERT_NO_THROW(run_pipeline(o));
+  const Media written = read_media(out);
+  RunStats st;
+  const std::vector<SunkFrame> got = sink_frames(o, &st);
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_EQ(st.frames, 6);
+  EXPECT_EQ(st.decoder, "cpu");
+  EXPECT_EQ(st.gpu_memory_bytes, 0u);
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"})) << "a frame sink wrote a file";
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].index, static_cast<int64_t>(i));
+    EXPECT_FALSE(got[i].on_device);
+    EXPECT_EQ(got[i].pts, written.frames[i]->pts);
+    EXPECT_NEAR(got[i].pts_seconds, written.frames[i]->pts * av_q2d(written.info.time_base), 1e-9);
+    EXPECT_EQ(got[i].layout.format, AV_PIX_FMT_YUV420P);
+    const auto expected = packed_planes(*written.frames[i]);
+    ASSERT_EQ(got[i].planes.size(), 3u);
+    for (size_t p = 0; p < 3; ++p) EXPECT_EQ(got[i].planes[p], expected[p]) << "frame " << i << " plane " << p;
+  }
+}
+
+TEST(PipelineFrameSink, ExceptionFromTheSinkStopsTheRunAndIsRethrown) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  io::write_synthetic_clip(in, clip(32, 16, 20));
+  PipelineOptions o = options_for(in, "", "boxblur=1", Backend::Cpu);
+  int calls = 0;
+  o.frame_sink = [&](const FrameView&) {
+    if (++calls == 3) throw std::runtime_error("model failed on frame 3");
+  };
+  EXPECT_EQ(error_of([&] { run_pipeline(o); }), "model failed on frame 3");
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(PipelineFrameSink, SinkAndOutputTogetherAreRefused) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  io::write_synthetic_clip(in, clip(32, 16, 2));
+  PipelineOptions o = options_for(in, dir.file("out.mkv"), "", Backend::Cpu);
+  o.frame_sink = [](const FrameView&) {};
+  EXPECT_THROW(run_pipeline(o), std::invalid_argument);
+  EXPECT_EQ(dir.listing(), std::vector<std::string>{"in.mkv"});
+}
+
+TEST(PipelineFrameSink, DevicePlanesEqualHostPlanes) {
+  SKIP_WITHOUT_CUDA();
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  io::write_synthetic_clip(in, clip(97, 33, 5, AV_PIX_FMT_YUV420P10LE));
+  PipelineOptions o = options_for(in, "", "gblur=sigma=2,boxblur=1", Backend::Cuda);
+  o.sink_memory = SinkMemory::Host;
+  const std::vector<SunkFrame> host = sink_frames(o);
+  o.sink_memory = SinkMemory::Device;
+  RunStats st;
+  const std::vector<SunkFrame> dev = sink_frames(o, &st);
+  ASSERT_EQ(host.size(), 5u);
+  ASSERT_EQ(dev.size(), 5u);
+  EXPECT_GT(st.gpu_memory_bytes, 0u);
+  for (size_t i = 0; i < dev.size(); ++i) {
+    EXPECT_TRUE(dev[i].on_device);
+    EXPECT_FALSE(host[i].on_device);
+    EXPECT_EQ(dev[i].planes, host[i].planes) << "frame " << i;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Hardware decoding (NVDEC): choice, fallback, and pixels equal to CPU decoding
+// ---------------------------------------------------------------------------
+
+TEST(PipelineHwdec, ParseHwdec) {
+  EXPECT_EQ(parse_hwdec("auto"), HwDecode::Auto);
+  EXPECT_EQ(parse_hwdec("nvdec"), HwDecode::Nvdec);
+  EXPECT_EQ(parse_hwdec("cuda"), HwDecode::Nvdec);
+  EXPECT_EQ(parse_hwdec("none"), HwDecode::None);
+  EXPECT_TRUE(contains(error_of([] { parse_hwdec("vaapi"); }), "'vaapi'"));
+}
+
+TEST(PipelineHwdec, AutoWithoutDeviceDecodesOnTheCpuWithANote) {
+  if (have_cuda()) GTEST_SKIP() << "checks the no-device fallback; the GPU machine runs the NVDEC tests instead";
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  io::write_synthetic_clip(in, clip(32, 16, 3));
+  PipelineOptions o = options_for(in, dir.file("out.mkv"), "gblur=sigma=1", Backend::Cpu);
+  o.backend = BackendChoice::Auto;
+  o.hwdec = HwDecode::Auto;
+  std::vector<std::string> notes;
+  o.note = [&](const std::string& s) { notes.push_back(s); };
+  const RunStats st = run_pipeline(o);
+  EXPECT_EQ(st.decoder, "cpu");
+  EXPECT_EQ(st.frames, 3);
+  bool said = false;
+  for (const auto& n : notes) said = said || (contains(n, "decode: cpu") && contains(n, "no CUDA device"));
+  EXPECT_TRUE(said) << "no note saying why decoding stayed on the CPU";
+}
+
+TEST(PipelineHwdec, NvdecWithoutDeviceIsAClearErrorAndWritesNothing) {
+  if (have_cuda()) GTEST_SKIP() << "checks the no-device error; the GPU machine runs the NVDEC tests instead";
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  io::write_synthetic_clip(in, clip(32, 16, 3));
+  PipelineOptions o = options_for(in, dir.file("out.mkv"), "gblur=sigma=1", Backend::Cpu);
+  o.backend = BackendChoice::Auto;
+  o.hwdec = HwDecode::Nvdec;
+  const std::string e = error_of([&] { run_pipeline(o); });
+  EXPECT_TRUE(contains(e, "nvdec") && contains(e, "no CUDA device")) << e;
+  EXPECT_EQ(dir.listing(), std::vector<std::string>{"in.mkv"});
+}
+
+TEST(PipelineHwdec, NvdecWithTheCpuBackendIsRefused) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  io::write_synthetic_clip(in, clip(32, 16, 3));
+  PipelineOptions o = options_for(in, dir.file("out.mkv"), "gblur=sigma=1", Backend::Cpu);
+  o.hwdec = HwDecode::Nvdec;
+  const std::string e = error_of([&] { run_pipeline(o); });
+  EXPECT_TRUE(contains(e, "cuda backend")) << e;
+  EXPECT_EQ(dir.listing(), std::vector<std::string>{"in.mkv"});
+}
+
+namespace {
+
+struct HwdecCase {
+  std::string name;
+  SyntheticClipSpec spec;
+  std::string container = "mkv";
+  std::string media_file;  // when the encoder is missing here: a prepared clip in $STREAMBLUR_TEST_MEDIA_DIR
+};
+
+std::vector<HwdecCase> hwdec_cases() {
+  std::vector<HwdecCase> v;
+  HwdecCase h264;
+  h264.name = "H264Yuv420p";
+  h264.spec = clip(320, 240, 12, AV_PIX_FMT_YUV420P, "libx264");
+  h264.spec.noise = true;
+  v.push_back(h264);
+  HwdecCase crop = h264;  // not a multiple of the 16-pixel macroblock: the decoder crops
+  crop.name = "H264CroppedSize";
+  crop.spec = clip(250, 142, 9, AV_PIX_FMT_YUV420P, "libx264");
+  crop.spec.noise = true;
+  v.push_back(crop);
+  HwdecCase hevc;
+  hevc.name = "Hevc10Bit";
+  hevc.spec = clip(202, 118, 10, AV_PIX_FMT_YUV420P10LE, "libx265");
+  hevc.spec.noise = true;
+  hevc.media_file = "hevc10.mkv";
+  v.push_back(hevc);
+  return v;
+}
+
+// Makes the case's clip with the library's encoders, or takes the prepared
+// one (the GPU machine's FFmpeg has no HEVC encoder).
+std::string hwdec_input(const HwdecCase& c, const TempDir& dir) {
+  const std::string path = dir.file("in." + c.container);
+  if (avcodec_find_encoder_by_name(c.spec.codec.c_str())) {
+    io::write_synthetic_clip(path, c.spec);
+    return path;
+  }
+  const char* media = std::getenv("STREAMBLUR_TEST_MEDIA_DIR");
+  if (!c.media_file.empty() && media && fs::exists(fs::path(media) / c.media_file))
+    return (fs::path(media) / c.media_file).string();
+  return "";
+}
+
+}  // namespace
+
+class PipelineNvdec : public ::testing::TestWithParam<HwdecCase> {};
+
+// NVDEC frames (converted on the GPU from NV12/P010) give the same filtered
+// pixels as CPU-decoded frames, within +-1, on every plane, in the format
+// the CPU path uses; both through a frame sink and through the encoder.
+TEST_P(PipelineNvdec, SameOutputAsCpuDecodeWithinOne) {
+  SKIP_WITHOUT_CUDA();
+  const HwdecCase& c = GetParam();
+  TempDir dir;
+  const std::string in = hwdec_input(c, dir);
+  if (in.empty())
+    GTEST_FAIL() << "no " << c.spec.codec << " encoder here and no prepared " << c.media_file
+                 << " in $STREAMBLUR_TEST_MEDIA_DIR";
+  PipelineOptions o = options_for(in, "", "gblur=sigma=2,boxblur=radius=1", Backend::Cuda);
+  o.sink_memory = SinkMemory::Host;
+  o.hwdec = HwDecode::None;
+  RunStats cpu_st, hw_st;
+  const std::vector<SunkFrame> cpu = sink_frames(o, &cpu_st);
+  o.hwdec = HwDecode::Nvdec;
+  std::vector<std::string> notes;
+  o.note = [&](const std::string& s) { notes.push_back(s); };
+  const std::vector<SunkFrame> hw = sink_frames(o, &hw_st);
+  EXPECT_EQ(cpu_st.decoder, "cpu");
+  ASSERT_EQ(hw_st.decoder, "nvdec") << "NVDEC was not used";
+  ASSERT_EQ(hw.size(), cpu.size());
+  ASSERT_GT(hw.size(), 0u);
+  for (const auto& n : notes) EXPECT_FALSE(contains(n, "decode: cpu")) << n;
+  for (size_t i = 0; i < hw.size(); ++i) {
+    EXPECT_EQ(hw[i].pts, cpu[i].pts) << "frame " << i;
+    EXPECT_EQ(hw[i].layout.format, cpu[i].layout.format);
+    ASSERT_EQ(hw[i].planes.size(), cpu[i].planes.size());
+    for (size_t p = 0; p < hw[i].planes.size(); ++p) {
+      const Diff d = diff_samples(cpu[i].planes[p], hw[i].planes[p], hw[i].layout.bytes_per_sample);
+      EXPECT_LE(d.worst, 1) << "frame " << i << " plane " << p;
+      EXPECT_LE(d.differing, d.samples / 100) << "frame " << i << " plane " << p;
+      EXPECT_LE(std::abs(d.mean_signed), 0.01) << "frame " << i << " plane " << p;
+    }
+  }
+  // Through the encoder (lossless), the written files agree too.
+  const std::string out_cpu = dir.file("cpu.mkv"), out_hw = dir.file("hw.mkv");
+  PipelineOptions w = options_for(in, out_cpu, "gblur=sigma=2", Backend::Cuda);
+  w.hwdec = HwDecode::None;
+  ASSERT_NO_THROW(run_pipeline(w));
+  w.output = out_hw;
+  w.hwdec = HwDecode::Nvdec;
+  ASSERT_EQ(run_pipeline(w).decoder, "nvdec");
+  const Media a = read_media(out_cpu), b = read_media(out_hw);
+  ASSERT_EQ(a.frames.size(), b.frames.size());
+  for (size_t i = 0; i < a.frames.size(); ++i) {
+    EXPECT_EQ(a.frames[i]->pts, b.frames[i]->pts);
+    EXPECT_TRUE(planes_near(*a.frames[i], *b.frames[i], 1)) << "frame " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Clips, PipelineNvdec, ::testing::ValuesIn(hwdec_cases()),
+                         [](const ::testing::TestParamInfo<HwdecCase>& info) { return info.param.name; });
+
+// A stream NVDEC cannot take (FFmpeg's hwaccel refuses H.264 4:4:4, or the
+// format is not one NVDEC writes) is decoded on the CPU with a note, and the
+// output is still right.
+TEST(PipelineNvdecFallback, UnsupportedStreamFallsBackWithANote) {
+  SKIP_WITHOUT_CUDA();
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  io::write_synthetic_clip(in, clip(64, 48, 5, AV_PIX_FMT_YUV422P, "libx264"));
+  PipelineOptions o = options_for(in, "", "gblur=sigma=1", Backend::Cuda);
+  o.sink_memory = SinkMemory::Host;
+  std::vector<std::string> notes;
+  o.note = [&](const std::string& s) { notes.push_back(s); };
+  RunStats st;
+  const std::vector<SunkFrame> hw = sink_frames(o, &st);
+  EXPECT_EQ(st.decoder, "cpu");
+  bool said = false;
+  for (const auto& n : notes) said = said || contains(n, "decode: cpu");
+  EXPECT_TRUE(said);
+  o.hwdec = HwDecode::None;
+  const std::vector<SunkFrame> cpu = sink_frames(o);
+  ASSERT_EQ(hw.size(), cpu.size());
+  for (size_t i = 0; i < hw.size(); ++i) EXPECT_EQ(hw[i].planes, cpu[i].planes);
+  o.hwdec = HwDecode::Nvdec;
+  EXPECT_TRUE(contains(error_of([&] { sink_frames(o); }), "--hwdec nvdec"));
+}
+
+// Pipelines on several threads at once, each on its own device (all of them
+// on device 0 with one GPU), give the same frames as one run alone.
+TEST(PipelineNvdecConcurrent, ManyPipelinesAtOnceMatchOneAlone) {
+  SKIP_WITHOUT_CUDA();
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  SyntheticClipSpec spec = clip(160, 96, 16, AV_PIX_FMT_YUV420P, "libx264");
+  spec.noise = true;
+  io::write_synthetic_clip(in, spec);
+  PipelineOptions o = options_for(in, "", "gblur=sigma=2", Backend::Cuda);
+  o.sink_memory = SinkMemory::Host;
+  const std::vector<SunkFrame> alone = sink_frames(o);
+  const int devices = cuda::device_count();
+  constexpr int kRuns = 6;
+  std::vector<std::vector<SunkFrame>> got(kRuns);
+  std::vector<std::string> errors(kRuns);
+  std::vector<int> used(kRuns, -1);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRuns; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        PipelineOptions p = o;
+        p.device = i % devices;
+        p.hwdec = i % 2 ? HwDecode::Nvdec : HwDecode::None;
+        RunStats st;
+        got[i] = sink_frames(p, &st);
+        used[i] = st.device;
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kRuns; ++i) {
+    EXPECT_EQ(errors[i], "") << "run " << i;
+    EXPECT_EQ(used[i], i % devices);
+    ASSERT_EQ(got[i].size(), alone.size()) << "run " << i;
+    for (size_t f = 0; f < alone.size(); ++f) EXPECT_EQ(got[i][f].planes, alone[f].planes) << "run " << i << " frame " << f;
+  }
+}
