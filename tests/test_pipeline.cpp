@@ -1351,7 +1351,8 @@ std::vector<HwdecCase> hwdec_cases() {
   v.push_back(crop);
   HwdecCase hevc;
   hevc.name = "Hevc10Bit";
-  hevc.spec = clip(202, 118, 10, AV_PIX_FMT_YUV420P10LE, "libx265");
+  // NVDEC's HEVC decoder takes 144x144 and up; smaller streams fall back to the CPU.
+  hevc.spec = clip(258, 146, 10, AV_PIX_FMT_YUV420P10LE, "libx265");
   hevc.spec.noise = true;
   hevc.media_file = "hevc10.mkv";
   v.push_back(hevc);
