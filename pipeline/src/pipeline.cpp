@@ -243,6 +243,11 @@ class Pipeline {
   AVPixelFormat proc_fmt_ = AV_PIX_FMT_NONE;
   FrameLayout layout_;
   std::unique_ptr<io::FrameConverter> to_proc_;
+  // Output frames' pixels (CUDA path): reused buffers, so no frame pays for a
+  // fresh allocation; a buffer returns when the encoder lets go of its frame.
+  struct PoolDeleter { void operator()(AVBufferPool* p) const noexcept { av_buffer_pool_uninit(&p); } };
+  std::unique_ptr<AVBufferPool, PoolDeleter> out_pool_;
+  int out_pool_bytes_ = 0;
   std::vector<std::unique_ptr<FrameSlot>> slots_;
   std::string tmp_path_;
   io::EncoderOptions enc_;
@@ -393,6 +398,12 @@ void Pipeline::make_slots() {
     slots_.push_back(std::move(s));
   }
   stats_.gpu_memory_bytes = device_bytes;
+  if (use_gpu_ && !opt_.frame_sink) {
+    out_pool_bytes_ = av_image_get_buffer_size(proc_fmt_, vinfo_->width, vinfo_->height, 64);
+    if (out_pool_bytes_ <= 0) throw std::runtime_error("cannot size output frames of " + stats_.processing_format);
+    out_pool_.reset(av_buffer_pool_init(static_cast<size_t>(out_pool_bytes_) + 64, nullptr));
+    if (!out_pool_) throw std::bad_alloc();
+  }
   if (!chain_spec_.empty()) stats_.filters = slots_.front()->chain.describe();
 }
 
@@ -595,7 +606,11 @@ FrameSlot* Pipeline::finish(FrameSlot* s) {
     timers_.download_busy.add(ms / 1e3);
     if (!opt_.frame_sink) {
       AVFrame* out = s->frame.get();
-      AV_CHECK_CTX(av_frame_get_buffer(out, 0), "cannot allocate an output frame");
+      out->buf[0] = av_buffer_pool_get(out_pool_.get());
+      if (!out->buf[0]) throw std::bad_alloc();
+      AV_CHECK_CTX(av_image_fill_arrays(out->data, out->linesize, out->buf[0]->data, proc_fmt_, out->width,
+                                        out->height, 64),
+                   "cannot lay out an output frame");
       const auto* host = s->host.as<uint8_t>();
       for (int p = 0; p < layout_.num_planes; ++p)
         av_image_copy_plane(out->data[p], out->linesize[p], host + s->offset[p], static_cast<int>(s->pitch[p]),
@@ -645,6 +660,7 @@ FrameSlot* Pipeline::sink(FrameSlot* s) {
     writer_->write_video(f);
   }
   if (f.pts != AV_NOPTS_VALUE) last_media_time_ = f.pts * av_q2d(vinfo_->time_base);
+  if (frames_out_ == 0) stats_.first_frame_s = seconds(Clock::now() - t_start_);
   s->passthrough.clear();
   s->frame.reset();
   ++frames_out_;
@@ -719,6 +735,7 @@ RunStats Pipeline::run() {
   make_edge(sink_node, free_slots);
 
   for (auto& s : slots_) free_slots.try_put(s.get());
+  stats_.setup_s = seconds(Clock::now() - t_start_);
   decode_node.activate();
   try {
     g.wait_for_all();
@@ -733,6 +750,7 @@ RunStats Pipeline::run() {
     if (opt_.stop && opt_.stop->load()) throw std::runtime_error("stopped before any frame was done; no output written");
     throw std::runtime_error("no video frames could be decoded from '" + opt_.input + "'");
   }
+  const auto t_finish = Clock::now();
   if (!null_sink_ && !opt_.frame_sink) {
     for (auto& pkt : reader_->take_remaining_passthrough()) writer_->write_passthrough(*pkt);
     writer_->finish();
@@ -742,6 +760,7 @@ RunStats Pipeline::run() {
     if (ec) throw std::runtime_error("cannot move the finished output to '" + opt_.output + "': " + ec.message());
     temp_guard.path.clear();
   }
+  stats_.finish_s = seconds(Clock::now() - t_finish);
   RunStats st = collect_stats();
   emit_progress(true);
   return st;

@@ -86,6 +86,10 @@ struct RunStats {
   std::string decoder = "cpu";       // "cpu" or "nvdec"
   int device = -1;                   // CUDA device used (-1: none)
   std::size_t gpu_memory_bytes = 0;  // device memory this pipeline allocated: slots, filter scratch, NVDEC surfaces
+  // Where the wall time went outside the stages: set-up before the first frame
+  // is read (input, decoder, CUDA context, slots), until the first frame reaches
+  // the sink (encoder opening included), and flushing the encoder at the end.
+  double setup_s = 0, first_frame_s = 0, finish_s = 0;
 };
 
 struct PipelineOptions {
