@@ -60,7 +60,7 @@ std::size_t hw_frame_pool_bytes(const AVFrame& f) {
   const auto* fc = reinterpret_cast<const AVHWFramesContext*>(f.hw_frames_ctx->data);
   const int one = av_image_get_buffer_size(fc->sw_format, fc->width, fc->height, 256);
   if (one <= 0 || fc->initial_pool_size <= 0) return 0;
-  return static_cast<std::size_t>(one) * fc->initial_pool_size;
+  return 2 * static_cast<std::size_t>(one) * fc->initial_pool_size;
 }
 
 }  // namespace streamblur::io

@@ -23,6 +23,8 @@ namespace {
 // Past this many consecutive failures of the same kind the input is treated as
 // ended, so a file that fails forever cannot keep read() spinning.
 constexpr int kMaxConsecutiveErrors = 64;
+// Frame threads of a hardware decoder when the caller names none.
+constexpr int kNvdecThreads = 4;
 // Warnings past this many are counted but no longer printed.
 constexpr int kMaxPrintedWarnings = 20;
 
@@ -127,7 +129,12 @@ void MediaReader::Impl::open() {
       // The surfaces the caller holds at once (frames in flight) come on top
       // of the decoder's own references, so decoding never waits for them.
       dec->extra_hw_frames = options.extra_hw_frames;
-      dec->thread_count = 1;  // NVDEC decodes; frame threads would only add surfaces and latency
+      // NVDEC decodes the pictures, but FFmpeg parses slices and manages
+      // references on the CPU; a few frame threads keep several pictures in
+      // the engine at once (FFmpeg's nvdec is async-safe). Each thread adds one
+      // surface to the pool (FFmpeg counts them in).
+      dec->thread_count = options.decoder_threads > 0 ? options.decoder_threads : kNvdecThreads;
+      dec->thread_type = FF_THREAD_FRAME;
     } else {
       dec->thread_count = options.decoder_threads;
       dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;

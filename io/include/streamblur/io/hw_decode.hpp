@@ -23,7 +23,9 @@ AVBufferRefPtr make_cuda_device_context(void* cu_context, void* cu_stream);
 // AV_PIX_FMT_NONE for a software frame.
 AVPixelFormat hw_frame_sw_format(const AVFrame& frame);
 
-// Bytes of device memory a hardware frame's surface pool holds (0 when unknown).
+// Bytes of device memory a hardware frame's surfaces hold: FFmpeg's pool,
+// twice, because FFmpeg's nvdec asks NVDEC for as many decode surfaces as the
+// pool has frames (ulNumDecodeSurfaces = initial_pool_size). 0 when unknown.
 std::size_t hw_frame_pool_bytes(const AVFrame& frame);
 
 }  // namespace streamblur::io
