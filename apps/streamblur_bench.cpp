@@ -1,12 +1,17 @@
 // streamblur-bench: throughput measurements, always as ratios against a
 // reference measured in the same run.
 //   streamblur-bench kernels [--json FILE] [--quick]
+//   streamblur-bench pipeline [--json FILE] [--frames N] [--no-nvdec] ...
+//   streamblur-bench scale [--streams 1,2,4,8] [--devices all] [--frames N] [--json FILE] ...
+//   streamblur-bench make-clip out.mp4 [--size WxH --frames N --no-audio]
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
+#include <stdexcept>
 
 extern "C" {
 #include <libavutil/log.h>
@@ -15,7 +20,9 @@ extern "C" {
 #include "bench_kernels.hpp"
 #include "streamblur/io/log.hpp"
 #include "bench_pipeline.hpp"
+#include "bench_scale.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/pipeline/batch.hpp"
 #include "streamblur/io/synthetic_clip.hpp"
 
 namespace {
@@ -64,29 +71,87 @@ nlohmann::json stage(const streamblur::StageStats& s) { return {{"busy_s", s.bus
 
 void print_pipeline_table(const std::vector<streamblur::bench::JobResult>& rs) {
   std::printf("\nPipeline benchmark (busy seconds per stage; GPU stages timed with CUDA events; blk = time the decoded frames "
-              "waited for a free slot / the finished frames waited for the encoder)\n");
-  std::printf("%-14s %-16s %-10s %-7s %6s %9s %8s %16s %8s | %7s %6s %7s %6s %6s %7s %6s | %s\n", "clip", "job", "tool",
-              "backend", "frames", "fps", "wall_s", "ratio", "vs_ffm", "decode", "blk", "upload", "filter", "down", "encode",
-              "blk", "bound by");
+              "waited for a free slot / the finished frames waited for the encoder; dec = decoder; ratio = fps / the "
+              "CPU-decode reference row named; vs_ffm = fps / ffmpeg's same job; vs_ffm_tc = gblur transcode fps / "
+              "ffmpeg's own no-filter CPU transcode)\n");
+  std::printf("%-14s %-16s %-10s %-7s %-5s %6s %9s %8s %16s %7s %9s | %7s %6s %7s %6s %6s %7s %6s | %s\n", "clip", "job",
+              "tool", "backend", "dec", "frames", "fps", "wall_s", "ratio", "vs_ffm", "vs_ffm_tc", "decode", "blk", "upload",
+              "filter", "down", "encode", "blk", "bound by");
   for (const auto& r : rs) {
     char ratio[40];
     std::snprintf(ratio, sizeof ratio, "%.3f/%s", r.ratio, r.reference.c_str());
-    double vs = 0;
-    if (r.tool == "streamblur")
-      for (const auto& f : rs)
-        if (f.tool == "ffmpeg" && f.clip == r.clip && f.job == r.job && f.fps > 0) vs = r.fps / f.fps;
-    char vs_text[16] = "-";
-    if (vs > 0) std::snprintf(vs_text, sizeof vs_text, "%.2f", vs);
-    std::printf("%-14s %-16s %-10s %-7s %6lld %9.1f %8.2f %16s %8s", r.clip.c_str(), r.job.c_str(), r.tool.c_str(),
-                r.backend.empty() ? "-" : r.backend.c_str(), static_cast<long long>(r.frames), r.fps, r.wall_s, ratio, vs_text);
+    char vs[16] = "-", vs_tc[16] = "-";
+    if (r.vs_ffmpeg > 0) std::snprintf(vs, sizeof vs, "%.2f", r.vs_ffmpeg);
+    if (r.vs_ffmpeg_transcode > 0) std::snprintf(vs_tc, sizeof vs_tc, "%.2f", r.vs_ffmpeg_transcode);
+    std::printf("%-14s %-16s %-10s %-7s %-5s %6lld %9.1f %8.2f %16s %7s %9s", r.clip.c_str(), r.job.c_str(),
+                r.tool.c_str(), r.backend.empty() ? "-" : r.backend.c_str(), r.decoder.c_str(),
+                static_cast<long long>(r.frames), r.fps, r.wall_s, ratio, vs, vs_tc);
     if (r.tool == "streamblur") {
       const auto& s = r.stats;
       std::printf(" | %7.2f %6.2f %7.3f %6.3f %6.3f %7.2f %6.2f | %s\n", s.decode.busy_s, s.decode.blocked_s, s.upload.busy_s,
                   s.filter.busy_s, s.download.busy_s, s.encode.busy_s, s.download.blocked_s, s.bounding_stage.c_str());
     } else {
-      std::printf(" |\n");
+      std::printf(" |%s%s\n", r.note.empty() ? "" : " ", r.note.c_str());
     }
   }
+}
+
+// The lines to read first, printed last: the NVDEC rows against their
+// references and the target P6 (NVDEC gblur transcode >= 1.1x ffmpeg's own
+// no-filter CPU transcode).
+void print_pipeline_summary(const std::vector<streamblur::bench::JobResult>& rs, const std::vector<std::string>& notes) {
+  std::printf("\nSummary (ratios against the CPU-decode rows of the same clip, measured in this run)\n");
+  bool any = false;
+  for (const auto& r : rs) {
+    if (r.tool != "streamblur" || r.decoder != "nvdec") continue;
+    any = true;
+    std::printf("  %-14s NVDEC %-16s %9.1f fps  x%.2f %s (cpu decode)", r.clip.c_str(), r.job.c_str(), r.fps, r.ratio,
+                r.reference.c_str());
+    if (r.job == "gblur-transcode") {
+      if (r.vs_ffmpeg_transcode > 0)
+        std::printf("  x%.2f ffmpeg's no-filter CPU transcode (P6 target >= 1.1: %s)", r.vs_ffmpeg_transcode,
+                    r.vs_ffmpeg_transcode >= 1.1 ? "met" : "not met");
+      else
+        std::printf("  (P6: no ffmpeg to compare with)");
+    }
+    std::printf("\n");
+  }
+  for (const auto& r : rs)
+    if (r.tool == "ffmpeg" && r.decoder == "nvdec")
+      std::printf("  %-14s ffmpeg -hwaccel cuda %-9s %9.1f fps  x%.2f ffmpeg's CPU %s%s\n", r.clip.c_str(), r.job.c_str(),
+                  r.fps, r.ratio, r.reference.c_str(),
+                  r.job == "decode" ? " (-hwaccel_output_format cuda: frames stay on the GPU)" : "");
+  if (!any) std::printf("  no NVDEC rows\n");
+  for (const auto& n : notes) std::printf("  %s\n", n.c_str());
+  std::fflush(stdout);
+}
+
+std::vector<int> parse_int_list(const std::string& text, const char* what) {
+  std::vector<int> v;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    int x = 0;
+    try {
+      x = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) throw std::invalid_argument(std::string(what) + ": '" + item + "' is not a number");
+    v.push_back(x);
+  }
+  if (v.empty()) throw std::invalid_argument(std::string(what) + " is empty");
+  return v;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> v;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) v.push_back(item);
+  return v;
 }
 
 }  // namespace
@@ -120,13 +185,47 @@ int main(int argc, char** argv) {
   pipeline->add_flag("--tiny", tiny, "tiny clips and few frames: checks that everything runs (CI)");
   pipeline->add_flag("--no-cpu", no_cpu, "skip the CPU backend when CUDA is present");
   pipeline->add_flag("--no-ffmpeg", no_ffmpeg, "do not run an ffmpeg program side by side");
+  bool no_nvdec = false;
+  pipeline->add_flag("--no-nvdec", no_nvdec, "skip the NVDEC rows (run when a CUDA device is present)");
+  bool no_ffmpeg_filters = false;
+  pipeline->add_flag("--no-ffmpeg-filters", no_ffmpeg_filters,
+                     "run only ffmpeg's decode and unfiltered transcode (its filtered jobs take longest)");
+  pipeline->add_option("--ffmpeg", popt.ffmpeg_program, "the ffmpeg program to run side by side (default: the PATH's)");
   pipeline->add_flag("!--no-kernels", with_kernels, "skip the kernel table");
   pipeline->add_option("--json", json_path, "write every figure to FILE");
+
+  auto* scale = app.add_subcommand("scale", "aggregate frames/s of N pipelines at once (decode -> chain -> null sink, "
+                                   "-> x264 files) with CPU decode, NVDEC and both mixed, over the chosen GPUs; "
+                                   "ffmpeg -hwaccel cuda decode-only processes side by side");
+  streamblur::bench::ScaleBenchOptions sopt;
+  std::string scale_streams = "1,2,4,8", scale_devices = "all", scale_size = "1920x1080", scale_backend = "auto";
+  std::string scale_jobs = "chain-null,chain-transcode", scale_decode = "cpu,nvdec,mixed";
+  bool scale_no_ffmpeg = false, scale_no_nvdec = false;
+  scale->add_option("--streams", scale_streams, "stream counts, comma-separated (1 is always run: every row's reference)");
+  scale->add_option("--devices", scale_devices, "CUDA devices to spread the streams over (stream i on the i%n-th): 'all' or 0,1");
+  scale->add_option("--frames", sopt.frames, "frames of the sample clip (default 1200)")->check(CLI::Range(1, 100000));
+  scale->add_option("--size", scale_size, "size of the sample clip (default 1920x1080)");
+  scale->add_option("--clip", sopt.clip, "use this clip instead of the sample");
+  scale->add_option("--work-dir", sopt.work_dir, "where samples are made and kept, outputs written (default bench-clips)");
+  scale->add_option("--backend", scale_backend, "auto, cuda or cpu (auto: CUDA when a device is present)");
+  scale->add_option("--jobs", scale_jobs, "chain-null, chain-transcode (comma-separated)");
+  scale->add_option("--decode", scale_decode, "cpu, nvdec, mixed (comma-separated)");
+  scale->add_option("--chain", sopt.chain, "the filter chain (default gblur=sigma=2,boxblur=radius=3)");
+  scale->add_option("--codec", sopt.codec, "encoder of chain-transcode (default libx264)");
+  scale->add_option("--preset", sopt.preset, "encoder preset (default ultrafast)");
+  scale->add_option("--compare-streams", sopt.compare_streams, "streams of the 1-GPU / all-GPUs comparison (default 8)")
+      ->check(CLI::Range(1, 256));
+  scale->add_flag("--no-ffmpeg", scale_no_ffmpeg, "do not run ffmpeg -hwaccel cuda processes side by side");
+  scale->add_flag("--no-nvdec", scale_no_nvdec, "skip the NVDEC and mixed rows");
+  scale->add_option("--ffmpeg", sopt.ffmpeg_program, "the ffmpeg program to run (default: the PATH's)");
+  scale->add_option("--json", json_path, "write every figure to FILE");
   streamblur::io::install_log_capture(AV_LOG_QUIET);
   try {
     app.parse(argc, argv);
     popt.cpu = !no_cpu;
     popt.ffmpeg = !no_ffmpeg;
+    popt.nvdec = !no_nvdec;
+    popt.ffmpeg_filters = !no_ffmpeg_filters;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
@@ -159,9 +258,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", line.c_str());
         std::fflush(stderr);
       };
-      const std::string ffmpeg = popt.ffmpeg ? streamblur::bench::find_ffmpeg() : "";
-      std::fprintf(stderr, "ffmpeg side by side: %s\n", ffmpeg.empty() ? "no (no ffmpeg on the PATH)" : ffmpeg.c_str());
-      const auto rs = streamblur::bench::run_pipeline_bench(popt);
+      const std::string ffmpeg = !popt.ffmpeg                    ? ""
+                                 : !popt.ffmpeg_program.empty() ? popt.ffmpeg_program
+                                                                : streamblur::bench::find_ffmpeg();
+      std::fprintf(stderr, "ffmpeg side by side: %s\n",
+                   ffmpeg.empty() ? (popt.ffmpeg ? "no (no ffmpeg on the PATH)" : "no (--no-ffmpeg)") : ffmpeg.c_str());
+      std::vector<std::string> notes;
+      const auto rs = streamblur::bench::run_pipeline_bench(popt, &notes);
       print_pipeline_table(rs);
       std::vector<streamblur::bench::KernelResult> kr;
       const bool gpu = streamblur::cuda::device_count() > 0;
@@ -176,17 +279,50 @@ int main(int argc, char** argv) {
         for (const auto& r : rs) {
           nlohmann::json j = {{"clip", r.clip}, {"job", r.job}, {"tool", r.tool}, {"backend", r.backend},
                               {"frames", r.frames}, {"wall_s", r.wall_s}, {"fps", r.fps}, {"ratio", r.ratio},
-                              {"reference", r.reference}};
+                              {"reference", r.reference}, {"decoder", r.decoder}, {"vs_ffmpeg", r.vs_ffmpeg},
+                              {"vs_ffmpeg_transcode", r.vs_ffmpeg_transcode}, {"note", r.note}};
           if (r.tool == "streamblur")
             j["stages"] = {{"decode", stage(r.stats.decode)}, {"upload", stage(r.stats.upload)},
                            {"filter", stage(r.stats.filter)}, {"download", stage(r.stats.download)},
                            {"encode", stage(r.stats.encode)}},
-            j["bounding_stage"] = r.stats.bounding_stage, j["filters"] = r.stats.filters;
+            j["bounding_stage"] = r.stats.bounding_stage, j["filters"] = r.stats.filters,
+            j["device"] = r.stats.device, j["gpu_memory_bytes"] = r.stats.gpu_memory_bytes;
           jobs.push_back(j);
         }
         nlohmann::json out = {{"jobs", jobs}, {"codec", popt.codec}, {"preset", popt.preset}, {"gpu", gpu},
-                              {"ffmpeg", ffmpeg}, {"kernels", kernel_json(kr)}};
+                              {"ffmpeg", ffmpeg}, {"kernels", kernel_json(kr)}, {"notes", notes}};
         std::ofstream(json_path) << out.dump(2) << "\n";
+      }
+      print_pipeline_summary(rs, notes);
+    }
+    if (*scale) {
+      sopt.streams = parse_int_list(scale_streams, "--streams");
+      sopt.devices = streamblur::parse_device_list(scale_devices);
+      if (std::sscanf(scale_size.c_str(), "%dx%d", &sopt.size.first, &sopt.size.second) != 2 || sopt.size.first < 2 ||
+          sopt.size.second < 2)
+        throw std::invalid_argument("--size needs WIDTHxHEIGHT, got '" + scale_size + "'");
+      if (scale_backend == "auto")
+        sopt.backend = streamblur::BackendChoice::Auto;
+      else if (scale_backend == "cuda")
+        sopt.backend = streamblur::BackendChoice::Cuda;
+      else if (scale_backend == "cpu")
+        sopt.backend = streamblur::BackendChoice::Cpu;
+      else
+        throw std::invalid_argument("--backend must be auto, cuda or cpu, got '" + scale_backend + "'");
+      sopt.jobs = split_list(scale_jobs);
+      sopt.decoders = split_list(scale_decode);
+      sopt.ffmpeg = !scale_no_ffmpeg;
+      sopt.nvdec = !scale_no_nvdec;
+      sopt.progress = [](const std::string& line) {
+        std::fprintf(stderr, "%s\n", line.c_str());
+        std::fflush(stderr);
+      };
+      const auto report = streamblur::bench::run_scale_bench(sopt);
+      if (!json_path.empty()) std::ofstream(json_path) << nlohmann::json{{"scale", streamblur::bench::scale_json(report)}}.dump(2) << "\n";
+      streamblur::bench::print_scale_report(report);
+      if (report.any_failed) {
+        std::cerr << "streamblur-bench: error: some scale runs failed (see the note column)\n";
+        return 1;
       }
     }
     return 0;

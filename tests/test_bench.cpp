@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 #include <string>
 #include <unistd.h>
 
@@ -44,5 +45,62 @@ TEST(Bench, TinyPipelineRunWritesWellFormedJson) {
   const std::string text((std::istreambuf_iterator<char>(table)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("gblur-transcode"), std::string::npos);
   EXPECT_NE(text.find("bound by"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// `scale` in a tiny mode on the CPU backend: 1 and 2 streams of a small clip,
+// both jobs; the NVDEC and mixed rows are there, marked skipped with the reason
+// (NVDEC needs the CUDA backend). Figures are never pass/fail, only their presence.
+TEST(Bench, TinyScaleRunWritesRowsForEveryStreamCount) {
+  const fs::path dir = fs::temp_directory_path() / ("streamblur-bench-scale-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path json = dir / "scale.json";
+  const char* env = std::getenv("STREAMBLUR_BENCH");
+  const std::string bench = env && *env ? env : STREAMBLUR_BENCH_PATH;
+  const std::string cmd = std::string("cd '") + dir.string() + "' && '" + bench +
+                          "' scale --streams 1,2 --frames 10 --size 320x180 --backend cpu --no-ffmpeg --json '" +
+                          json.string() + "' > out.txt 2> err.txt";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "command failed: " << cmd;
+  nlohmann::json j;
+  std::ifstream(json) >> j;
+  ASSERT_TRUE(j.contains("scale"));
+  const auto& s = j["scale"];
+  EXPECT_EQ(s["backend"], "cpu");
+  EXPECT_EQ(s["frames_per_stream"], 10);
+  EXPECT_FALSE(s["nvdec_available"].get<bool>());  // CPU backend: no NVDEC
+  std::set<std::pair<std::string, int>> measured;
+  std::set<std::string> skipped;
+  for (const auto& r : s["rows"]) {
+    EXPECT_EQ(r["tool"], "streamblur") << r.dump();
+    EXPECT_FALSE(r["failed"].get<bool>()) << r.dump();
+    if (r["skipped"].get<bool>()) {
+      EXPECT_NE(r["decode"], "cpu") << r.dump();
+      EXPECT_FALSE(r["note"].get<std::string>().empty()) << r.dump();
+      skipped.insert(r["job"].get<std::string>() + "/" + r["decode"].get<std::string>());
+      continue;
+    }
+    EXPECT_EQ(r["decode"], "cpu") << r.dump();
+    const int streams = r["streams"].get<int>();
+    measured.insert({r["job"].get<std::string>(), streams});
+    EXPECT_EQ(r["frames"], 10 * streams) << r.dump();
+    EXPECT_GT(r["fps"].get<double>(), 0) << r.dump();
+    EXPECT_GT(r["wall_s"].get<double>(), 0) << r.dump();
+    EXPECT_NEAR(r["per_stream_fps"].get<double>(), r["fps"].get<double>() / streams, 1e-6) << r.dump();
+    EXPECT_GT(r["ratio_1stream"].get<double>(), 0) << r.dump();
+    if (streams == 1) EXPECT_DOUBLE_EQ(r["ratio_1stream"].get<double>(), 1.0) << r.dump();
+    EXPECT_EQ(r["nvdec_streams"], 0) << r.dump();
+  }
+  EXPECT_EQ(measured, (std::set<std::pair<std::string, int>>{
+                          {"chain-null", 1}, {"chain-null", 2}, {"chain-transcode", 1}, {"chain-transcode", 2}}));
+  EXPECT_EQ(skipped, (std::set<std::string>{"chain-null/nvdec", "chain-null/mixed", "chain-transcode/nvdec",
+                                            "chain-transcode/mixed"}));
+  EXPECT_FALSE(s.contains("compare"));  // one device at most
+  std::ifstream table(dir / "out.txt");
+  const std::string text((std::istreambuf_iterator<char>(table)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("agg_fps"), std::string::npos);
+  EXPECT_NE(text.find("P7"), std::string::npos);
+  // no transcode output is left behind
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().rfind("scale-out-", 0), std::string::npos) << e.path();
   fs::remove_all(dir);
 }
