@@ -1,6 +1,7 @@
 // streamblur: blur a video (or a still image) with a chain of filters on the
 // GPU, keeping audio, timestamps and metadata.
 //   streamblur in.mp4 out.mp4 --vf "gblur=sigma=2,boxblur=radius=3"
+//   streamblur batch a.mp4 b.mp4 ... --out-dir blurred --vf gblur=sigma=2
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -9,18 +10,25 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <set>
 
 extern "C" {
 #include <libavutil/log.h>
 }
 
 #include "streamblur/io/log.hpp"
+#include "streamblur/pipeline/batch.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 
 namespace {
+
+namespace fs = std::filesystem;
 
 std::atomic<bool> g_stop{false};
 
@@ -39,32 +47,248 @@ std::string clock_text(double s) {
 
 nlohmann::json stage_json(const streamblur::StageStats& s) { return {{"busy_s", s.busy_s}, {"blocked_s", s.blocked_s}}; }
 
+// Options the single-file command and `batch` share (bound to both, so either
+// place on the command line works).
+struct CommonOptions {
+  std::string vf, codec, preset, backend = "auto", hwdec = "auto";
+  std::vector<std::string> encoder_opts;
+  int crf = -1, inflight = 4, threads = 0;
+  bool overwrite = false, quiet = false, verbose = false;
+};
+
+void add_common_options(CLI::App& app, CommonOptions& c) {
+  app.add_option("--vf", c.vf, "filter chain, e.g. \"gblur=sigma=2,boxblur=radius=3\" (see --list-filters)");
+  app.add_option("-c,--codec", c.codec, "video encoder by FFmpeg name (default: libx264; the image encoder for image outputs)");
+  app.add_option("--crf", c.crf, "constant rate factor for encoders that have one (libx264 default here: 18)")
+      ->check(CLI::Range(0, 63));
+  app.add_option("--preset", c.preset, "encoder preset, e.g. ultrafast ... veryslow for libx264");
+  app.add_option("--encoder-opt", c.encoder_opts, "encoder option key=value (repeatable)");
+  app.add_option("--backend", c.backend, "auto (CUDA when a device is present), cuda or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  app.add_option("--hwdec", c.hwdec,
+                 "decoder: auto (NVDEC when the CUDA backend runs and it takes the codec), nvdec (required) or none (CPU)")
+      ->check(CLI::IsMember({"auto", "nvdec", "none"}));
+  app.add_option("--inflight", c.inflight, "frames in flight (slots of pinned + device memory)")->check(CLI::Range(1, 64));
+  app.add_option("--threads", c.threads, "decoder threads (0 = automatic)")->check(CLI::Range(0, 256));
+  app.add_flag("-y,--overwrite", c.overwrite, "overwrite outputs that exist");
+  app.add_flag("-q,--quiet", c.quiet, "no progress line and no notes");
+  app.add_flag("-v,--verbose", c.verbose, "let FFmpeg print its own log");
+}
+
+// Fills everything the common options decide. Returns an error text for a
+// usage mistake (exit 2), or nothing.
+std::optional<std::string> fill_pipeline_options(const CommonOptions& c, streamblur::PipelineOptions& opt) {
+  opt.filters = c.vf;
+  opt.backend = c.backend == "cuda"  ? streamblur::BackendChoice::Cuda
+                : c.backend == "cpu" ? streamblur::BackendChoice::Cpu
+                                     : streamblur::BackendChoice::Auto;
+  opt.hwdec = streamblur::parse_hwdec(c.hwdec);
+  opt.inflight = c.inflight;
+  opt.decoder_threads = c.threads;
+  opt.overwrite = c.overwrite;
+  opt.encoder.codec = c.codec;
+  opt.encoder.crf = c.crf;
+  opt.encoder.preset = c.preset;
+  for (const std::string& kv : c.encoder_opts) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return "--encoder-opt needs key=value, got '" + kv + "'";
+    opt.encoder.options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// streamblur batch
+// ---------------------------------------------------------------------------
+
+struct BatchCommand {
+  std::vector<std::string> inputs;
+  std::string out_dir, devices = "all", summary_json;
+  int jobs = 2;
+};
+
+// A path's identity for comparisons: absolute, normalised, existing part's symlinks resolved.
+fs::path identity_of(const fs::path& p) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(p, ec);
+  if (ec) abs = p;
+  fs::path canon = fs::weakly_canonical(abs, ec);
+  return ec ? abs.lexically_normal() : canon;
+}
+
+nlohmann::ordered_json result_json(const streamblur::BatchResult& r) {
+  const streamblur::RunStats& st = r.stats;
+  nlohmann::ordered_json j = {{"input", r.job.input}, {"output", r.job.output}, {"ok", r.ok}};
+  if (!r.ok) j["error"] = r.error;
+  if (r.skipped) j["skipped"] = true;
+  j["device"] = r.device;
+  j["frames"] = r.ok ? st.frames : 0;
+  j["wall_s"] = st.wall_s;
+  j["fps"] = r.ok ? st.fps : 0.0;
+  // What a failed run never got to decide is null rather than a default.
+  const auto text_or_null = [&](const std::string& s) {
+    return r.ok ? nlohmann::ordered_json(s) : nlohmann::ordered_json(nullptr);
+  };
+  j["backend"] = text_or_null(st.backend);
+  j["decoder"] = text_or_null(st.decoder);
+  j["filters"] = text_or_null(st.filters);
+  j["gpu_memory_bytes"] = r.ok ? st.gpu_memory_bytes : 0;
+  j["bounding_stage"] = text_or_null(st.bounding_stage);
+  if (r.ok) j["stopped_early"] = st.stopped_early;
+  return j;
+}
+
+int run_batch_command(const CommonOptions& common, const BatchCommand& cmd) {
+  const auto usage_error = [](const std::string& msg) {
+    std::cerr << "streamblur: error: " << msg << "\n";
+    return 2;
+  };
+  const bool quiet = common.quiet;
+
+  // Outputs: DIR/<input's file name>. Everything that can be refused is
+  // refused here, before the folder is made or any file is opened.
+  const fs::path out_dir(cmd.out_dir);
+  streamblur::BatchOptions b;
+  std::map<std::string, std::string> by_name;  // output file name -> input
+  for (const std::string& in : cmd.inputs) {
+    const fs::path name = fs::path(in).filename();
+    if (name.empty() || name == "." || name == "..") return usage_error("input '" + in + "' is not a file name");
+    if (auto [it, fresh] = by_name.emplace(name.string(), in); !fresh)
+      return usage_error("inputs '" + it->second + "' and '" + in + "' have the same file name; both would be written to '" +
+                         (out_dir / name).string() + "'");
+    const fs::path out = out_dir / name;
+    if (identity_of(out) == identity_of(in))
+      return usage_error("output '" + out.string() + "' would be the input '" + in + "'; choose another --out-dir");
+    b.jobs.push_back({in, out.string()});
+  }
+  try {
+    b.devices = streamblur::parse_device_list(cmd.devices);
+  } catch (const std::invalid_argument& e) {
+    return usage_error(std::string("--devices: ") + e.what());
+  }
+  if (auto err = fill_pipeline_options(common, b.base)) return usage_error(*err);
+  b.jobs_per_device = cmd.jobs;
+
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir)) {
+    std::cerr << "streamblur: error: cannot create output folder '" << cmd.out_dir << "': "
+              << (ec ? ec.message() : "a file of that name exists") << "\n";
+    return 1;
+  }
+
+  // stderr is shared by the progress line (monitor thread) and notes (pipeline threads).
+  std::mutex err_mutex;
+  const bool show_progress = !quiet && ::isatty(STDERR_FILENO);
+  bool progress_shown = false;
+  std::set<std::string> notes_seen;
+  // Most notes (the backend chosen, a format conversion) say the same for every
+  // file of a batch: each distinct one is printed once.
+  b.note = [&](const streamblur::BatchJob&, const std::string& text) {
+    if (quiet) return;
+    std::lock_guard lock(err_mutex);
+    if (!notes_seen.insert(text).second) return;
+    if (progress_shown) std::cerr << "\r\033[K";  // the progress line is redrawn on the next tick
+    std::cerr << text << "\n";
+  };
+  if (show_progress) {
+    b.progress = [&](const streamblur::BatchProgress& p) {
+      std::lock_guard lock(err_mutex);
+      std::fprintf(stderr, "\rfiles %d/%d  failed %d  running %d  frames %lld  %.1f fps  elapsed %s  eta %s   ", p.files_done,
+                   p.files_total, p.files_failed, p.running, static_cast<long long>(p.frames), p.fps,
+                   clock_text(p.elapsed_s).c_str(), clock_text(p.eta_s).c_str());
+      if (p.final) std::fprintf(stderr, "\n");
+      progress_shown = !p.final;
+      std::fflush(stderr);
+    };
+  }
+  b.stop = &g_stop;
+  std::signal(SIGINT, on_sigint);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<streamblur::BatchResult> results;
+  try {
+    results = streamblur::run_batch(b);
+  } catch (const std::invalid_argument& e) {
+    return usage_error(e.what());
+  }
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  int ok = 0, failed = 0, skipped = 0;
+  int64_t frames = 0;
+  for (const auto& r : results) {
+    if (r.ok) {
+      ++ok;
+      frames += r.stats.frames;
+    } else if (r.skipped) {
+      ++skipped;
+    } else {
+      ++failed;
+      std::cerr << "streamblur: error: " << r.job.input << ": " << r.error << "\n";
+    }
+  }
+  const bool interrupted = g_stop.load();
+  const double fps = wall_s > 0 ? frames / wall_s : 0;
+  if (!quiet) {
+    std::string line = "done: " + std::to_string(ok) + " of " + std::to_string(results.size()) + " files ok";
+    if (failed) line += ", " + std::to_string(failed) + " failed";
+    if (skipped) line += ", " + std::to_string(skipped) + " not started (interrupted)";
+    char tail[128];
+    std::snprintf(tail, sizeof tail, "; %lld frames in %.2f s (%.1f fps)", static_cast<long long>(frames), wall_s, fps);
+    std::cerr << line << tail << "\n";
+  }
+
+  const std::string summary_path =
+      cmd.summary_json.empty() ? (out_dir / "streamblur-batch.json").string() : cmd.summary_json;
+  nlohmann::ordered_json j = {{"files", results.size()}, {"ok", ok},         {"failed", failed}, {"skipped", skipped},
+                              {"interrupted", interrupted}, {"wall_s", wall_s}, {"frames", frames}, {"fps", fps},
+                              {"results", nlohmann::ordered_json::array()}};
+  for (const auto& r : results) j["results"].push_back(result_json(r));
+  std::ofstream f(summary_path);
+  f << j.dump(2) << "\n";
+  f.close();
+  if (!f) {
+    std::cerr << "streamblur: error: cannot write the summary to '" << summary_path << "'\n";
+    return interrupted ? 130 : 1;
+  }
+  if (interrupted) return 130;
+  return failed > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"streamblur: blur video on the GPU with a chain of filters, keeping audio, timestamps and metadata"};
   app.set_version_flag("--version", "streamblur 0.1.0");
-  std::string input, output, vf, codec, preset, backend = "auto", stats_json, help_filter;
-  std::vector<std::string> encoder_opts;
-  int crf = -1, inflight = 4, threads = 0;
-  bool overwrite = false, quiet = false, list_filters = false, verbose = false;
+  app.footer("Many files at once: streamblur batch INPUT... --out-dir DIR [options] (see streamblur batch --help)");
+  CommonOptions common;
+  std::string input, output, stats_json, help_filter;
+  int device = 0;
+  bool list_filters = false;
   app.add_option("input", input, "input video or image (anything FFmpeg opens)");
   app.add_option("output", output, "output file; the container comes from its extension");
-  app.add_option("--vf", vf, "filter chain, e.g. \"gblur=sigma=2,boxblur=radius=3\" (see --list-filters)");
-  app.add_option("-c,--codec", codec, "video encoder by FFmpeg name (default: libx264; the image encoder for image outputs)");
-  app.add_option("--crf", crf, "constant rate factor for encoders that have one (libx264 default here: 18)")->check(CLI::Range(0, 63));
-  app.add_option("--preset", preset, "encoder preset, e.g. ultrafast ... veryslow for libx264");
-  app.add_option("--encoder-opt", encoder_opts, "encoder option key=value (repeatable)");
-  app.add_option("--backend", backend, "auto (CUDA when a device is present), cuda or cpu")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  app.add_option("--inflight", inflight, "frames in flight (slots of pinned + device memory)")->check(CLI::Range(1, 64));
-  app.add_option("--threads", threads, "decoder threads (0 = automatic)")->check(CLI::Range(0, 256));
-  app.add_flag("-y,--overwrite", overwrite, "overwrite the output if it exists");
-  app.add_flag("-q,--quiet", quiet, "no progress line and no notes");
-  app.add_flag("-v,--verbose", verbose, "let FFmpeg print its own log");
+  add_common_options(app, common);
+  app.add_option("--device", device, "CUDA device to run on (default 0)")->check(CLI::NonNegativeNumber);
   app.add_option("--stats-json", stats_json, "write frame count, wall time, fps and per-stage times to FILE");
   app.add_flag("--list-filters", list_filters, "list the filters");
   app.add_option("--help-filter", help_filter, "describe a filter and its options");
+
+  BatchCommand batch;
+  CLI::App* batch_app = app.add_subcommand(
+      "batch", "blur many files at once: several pipelines per GPU on every chosen GPU (or side by side on the CPU); "
+               "each INPUT goes to DIR/<its file name>");
+  batch_app->add_option("inputs", batch.inputs, "input files")->required();
+  batch_app->add_option("--out-dir", batch.out_dir, "folder for the outputs (made when missing)")->required();
+  batch_app->add_option("-j,--jobs", batch.jobs, "files at once per GPU (in all on the CPU backend; default 2)")
+      ->check(CLI::Range(1, 64));
+  batch_app->add_option("--devices", batch.devices, "CUDA devices: all (default) or a list like 0,1");
+  batch_app->add_option("--summary-json", batch.summary_json,
+                        "where the per-file summary goes (default DIR/streamblur-batch.json)");
+  add_common_options(*batch_app, common);
+  batch_app->footer(
+      "Exit status: 0 when every file succeeded, 1 when any failed, 2 for a usage error (nothing is run), 130 when "
+      "interrupted. A summary (per file: ok, error, device, frames, fps, backend, decoder, ...) goes to "
+      "DIR/streamblur-batch.json.");
 
   try {
     app.parse(argc, argv);
@@ -74,8 +298,10 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  streamblur::io::install_log_capture(verbose ? AV_LOG_INFO : AV_LOG_QUIET);
+  streamblur::io::install_log_capture(common.verbose ? AV_LOG_INFO : AV_LOG_QUIET);
+  const bool quiet = common.quiet;
   try {
+    if (batch_app->parsed()) return run_batch_command(common, batch);
     if (list_filters) {
       std::cout << "Filters (chain them with ',', options as name=value separated by ':'):\n" << streamblur::filter_list();
       return 0;
@@ -92,24 +318,12 @@ int main(int argc, char** argv) {
     streamblur::PipelineOptions opt;
     opt.input = input;
     opt.output = output;
-    opt.filters = vf;
-    opt.backend = backend == "cuda" ? streamblur::BackendChoice::Cuda
-                  : backend == "cpu" ? streamblur::BackendChoice::Cpu
-                                     : streamblur::BackendChoice::Auto;
-    opt.inflight = inflight;
-    opt.decoder_threads = threads;
-    opt.overwrite = overwrite;
-    opt.encoder.codec = codec.empty() ? streamblur::default_encoder_for(output) : codec;
-    opt.encoder.crf = crf;
-    opt.encoder.preset = preset;
-    for (const std::string& kv : encoder_opts) {
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        std::cerr << "streamblur: error: --encoder-opt needs key=value, got '" << kv << "'\n";
-        return 2;
-      }
-      opt.encoder.options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (auto err = fill_pipeline_options(common, opt)) {
+      std::cerr << "streamblur: error: " << *err << "\n";
+      return 2;
     }
+    if (opt.encoder.codec.empty()) opt.encoder.codec = streamblur::default_encoder_for(output);
+    opt.device = device;
     opt.stop = &g_stop;
     opt.note = [quiet](const std::string& s) {
       if (!quiet) std::cerr << s << "\n";
@@ -140,6 +354,9 @@ int main(int argc, char** argv) {
       nlohmann::json j = {{"input", input},
                           {"output", output},
                           {"backend", st.backend},
+                          {"decoder", st.decoder},
+                          {"device", st.device},
+                          {"gpu_memory_bytes", st.gpu_memory_bytes},
                           {"filters", st.filters},
                           {"frames", st.frames},
                           {"wall_s", st.wall_s},
