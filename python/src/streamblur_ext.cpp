@@ -5,7 +5,10 @@
 // making numpy inputs pixel-contiguous); this layer checks every array again,
 // works out where its memory lives (host, CUDA device, CUDA managed) and runs
 // one FilterChain from the pipeline's filter registry over it, with the GIL
-// released. Errors: std::invalid_argument -> ValueError (nanobind's default),
+// released. Video: process_video / process_videos run run_pipeline / run_batch
+// with the GIL released; FrameStream runs one pipeline with a frame sink on a
+// thread of its own and hands each frame to Python as arrays that own a copy
+// of it. Errors: std::invalid_argument -> ValueError (nanobind's default),
 // CudaError and other std::runtime_error -> RuntimeError, bad dtype -> TypeError.
 #include <cuda_runtime_api.h>
 
@@ -14,16 +17,24 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <oneapi/tbb/task_arena.h>
+
 #include <array>
-#include <memory>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 extern "C" {
@@ -35,6 +46,7 @@ extern "C" {
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "streamblur/kernels/reference.hpp"
+#include "streamblur/pipeline/batch.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
@@ -422,7 +434,14 @@ bool is_managed_pointer(uintptr_t p) {
 
 std::string memory_kind(InArray a) { return memory_name(describe(a, "image").memory); }
 
-// ---- process_video
+// ---- process_video, process_videos
+
+BackendChoice parse_backend_choice(const std::string& backend) {
+  if (backend == "auto") return BackendChoice::Auto;
+  if (backend == "cpu") return BackendChoice::Cpu;
+  if (backend == "cuda") return BackendChoice::Cuda;
+  throw std::invalid_argument("backend must be 'auto', 'cpu' or 'cuda', got '" + backend + "'");
+}
 
 nb::dict run_stats_dict(const RunStats& s) {
   nb::dict d;
@@ -436,6 +455,9 @@ nb::dict run_stats_dict(const RunStats& s) {
   d["stopped_early"] = s.stopped_early;
   d["input_format"] = s.input_format;
   d["processing_format"] = s.processing_format;
+  d["decoder"] = s.decoder;
+  d["device"] = s.device;
+  d["gpu_memory_bytes"] = s.gpu_memory_bytes;
   nb::dict stages;
   const std::pair<const char*, const StageStats*> all[] = {
       {"decode", &s.decode}, {"upload", &s.upload}, {"filter", &s.filter}, {"download", &s.download}, {"encode", &s.encode}};
@@ -449,36 +471,79 @@ nb::dict run_stats_dict(const RunStats& s) {
   return d;
 }
 
-nb::dict process_video(const std::string& src, const std::string& dst, const std::string& vf, const std::string& codec,
-                       int crf, const std::string& preset, const std::string& backend, bool overwrite, int inflight,
-                       nb::object progress) {
+// Options shared by process_video, process_videos and frames; checked here so
+// that a bad value is a ValueError before anything starts.
+PipelineOptions base_options(const std::string& vf, const std::string& backend, const std::string& hwdec, int device,
+                             int inflight) {
   PipelineOptions o;
-  o.input = src;
-  o.output = dst;
   o.filters = vf;
   if (!vf.empty()) parse_filter_chain(vf);  // a bad spec fails here as ValueError
-  if (backend == "auto") o.backend = BackendChoice::Auto;
-  else if (backend == "cpu") o.backend = BackendChoice::Cpu;
-  else if (backend == "cuda") o.backend = BackendChoice::Cuda;
-  else throw std::invalid_argument("backend must be 'auto', 'cpu' or 'cuda', got '" + backend + "'");
+  o.backend = parse_backend_choice(backend);
+  o.hwdec = parse_hwdec(hwdec);
+  if (device < 0) throw std::invalid_argument("device must be a CUDA device index >= 0, got " + std::to_string(device));
+  o.device = device;
+  if (inflight < 1 || inflight > 64) throw std::invalid_argument("inflight must be between 1 and 64");
+  o.inflight = inflight;
+  return o;
+}
+
+// A Python progress callback called from a pipeline thread: it takes the GIL,
+// and the first exception it raises sets `stop` and is kept to be raised again
+// on the calling thread (take_error()).
+class PyCallback {
+ public:
+  explicit PyCallback(nb::object fn) : fn_(std::move(fn)) {}
+  bool empty() const { return fn_.is_none(); }
+  template <class MakeDict>
+  void call(MakeDict&& make) {
+    if (stop.load()) return;
+    nb::gil_scoped_acquire gil;
+    try {
+      fn_(make());
+    } catch (nb::python_error& e) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_.emplace(std::move(e));
+      stop.store(true);
+    }
+  }
+  // Raises the callback's exception, if any (GIL held).
+  void raise_if_failed() {
+    std::optional<nb::python_error> e;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (error_) {
+        e.emplace(std::move(*error_));
+        error_.reset();
+      }
+    }
+    if (e) throw nb::python_error(std::move(*e));
+  }
+  std::atomic<bool> stop{false};
+
+ private:
+  nb::object fn_;
+  std::mutex mutex_;
+  std::optional<nb::python_error> error_;
+};
+
+nb::dict process_video(const std::string& src, const std::string& dst, const std::string& vf, const std::string& codec,
+                       int crf, const std::string& preset, const std::string& backend, const std::string& hwdec,
+                       int device, bool overwrite, int inflight, nb::object progress) {
+  PipelineOptions o = base_options(vf, backend, hwdec, device, inflight);
+  o.input = src;
+  o.output = dst;
   o.encoder.codec = codec.empty() ? default_encoder_for(dst) : codec;
   o.encoder.crf = crf;
   o.encoder.preset = preset;
   o.overwrite = overwrite;
-  if (inflight < 1) throw std::invalid_argument("inflight must be at least 1");
-  o.inflight = inflight;
 
   // The callback runs on a pipeline thread: it takes the GIL, and an exception
   // it raises stops the run and is raised again here.
-  std::atomic<bool> stop{false};
-  std::mutex err_mutex;
-  std::optional<nb::python_error> callback_error;
-  if (!progress.is_none()) {
-    o.stop = &stop;
+  PyCallback callback(std::move(progress));
+  if (!callback.empty()) {
+    o.stop = &callback.stop;
     o.progress = [&](const Progress& p) {
-      if (stop.load()) return;
-      nb::gil_scoped_acquire gil;
-      try {
+      callback.call([&] {
         nb::dict d;
         d["frames"] = p.frames;
         d["total_estimate"] = p.total_estimate;
@@ -487,35 +552,445 @@ nb::dict process_video(const std::string& src, const std::string& dst, const std
         d["media_time_s"] = p.media_time_s;
         d["duration_s"] = p.duration_s;
         d["final"] = p.final;
-        progress(d);
-      } catch (nb::python_error& e) {
-        std::lock_guard<std::mutex> lock(err_mutex);
-        if (!callback_error) callback_error.emplace(std::move(e));
-        stop.store(true);
-      }
+        return d;
+      });
     };
   }
   RunStats stats;
-  {
+  try {
     nb::gil_scoped_release no_gil;
     stats = run_pipeline(o);
+  } catch (...) {
+    callback.raise_if_failed();  // the callback's exception is the cause
+    throw;
   }
-  if (callback_error) {
-    nb::python_error e = std::move(*callback_error);
-    callback_error.reset();
-    throw e;
-  }
+  callback.raise_if_failed();
   return run_stats_dict(stats);
 }
 
+nb::list process_videos(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+                        const std::string& vf, const std::string& codec, int crf, const std::string& preset,
+                        const std::string& backend, const std::string& hwdec, int jobs_per_device,
+                        const std::vector<int>& devices, int inflight, bool overwrite, nb::object progress) {
+  if (inputs.size() != outputs.size())
+    throw std::invalid_argument("process_videos: " + std::to_string(inputs.size()) + " inputs but " +
+                                std::to_string(outputs.size()) + " outputs");
+  if (jobs_per_device < 1) throw std::invalid_argument("jobs must be at least 1");
+  BatchOptions b;
+  b.base = base_options(vf, backend, hwdec, 0, inflight);
+  b.base.encoder.codec = codec;  // empty: default_encoder_for(each output)
+  b.base.encoder.crf = crf;
+  b.base.encoder.preset = preset;
+  b.base.overwrite = overwrite;
+  for (size_t i = 0; i < inputs.size(); ++i) b.jobs.push_back({inputs[i], outputs[i]});
+  b.jobs_per_device = jobs_per_device;
+  for (int d : devices)
+    if (d < 0) throw std::invalid_argument("devices: " + std::to_string(d) + " is not a CUDA device index");
+  b.devices = devices;
+
+  PyCallback callback(std::move(progress));
+  if (!callback.empty()) {
+    b.stop = &callback.stop;
+    b.progress = [&](const BatchProgress& p) {
+      callback.call([&] {
+        nb::dict d;
+        d["files_total"] = p.files_total;
+        d["files_done"] = p.files_done;
+        d["files_failed"] = p.files_failed;
+        d["running"] = p.running;
+        d["frames"] = p.frames;
+        d["elapsed_s"] = p.elapsed_s;
+        d["fps"] = p.fps;
+        d["eta_s"] = p.eta_s;
+        d["final"] = p.final;
+        return d;
+      });
+    };
+  }
+  std::vector<BatchResult> results;
+  try {
+    nb::gil_scoped_release no_gil;
+    results = run_batch(b);
+  } catch (...) {
+    callback.raise_if_failed();
+    throw;
+  }
+  callback.raise_if_failed();
+  nb::list out;
+  for (const BatchResult& r : results) {
+    nb::dict d = r.ok ? run_stats_dict(r.stats) : nb::dict();
+    d["input"] = r.job.input;
+    d["output"] = r.job.output;
+    d["ok"] = r.ok;
+    if (!r.ok) {
+      d["error"] = r.error;
+      d["skipped"] = r.skipped;  // never started: the batch was stopped
+    }
+    d["device"] = r.device;
+    out.append(d);
+  }
+  return out;
+}
+
+// ---- frames(): the pipeline on a background thread, frames handed to Python
+
+// A per-device pool for the memory of frames handed to Python: allocation is
+// stream-ordered on the pipeline slot's stream, the free stream-ordered on the
+// legacy default stream (where CuPy and PyTorch work unless told otherwise),
+// so a frame dropped while work on it is queued there is not reused under that
+// work. Its release threshold is unlimited, so the per-frame synchronisation
+// does not hand the memory back to the driver between frames; trimmed when an
+// iterator closes. nullptr where the device has no memory pools (then plain
+// cudaMalloc / cudaFree). Pools live as long as the process.
+cudaMemPool_t frame_memory_pool(int device) {
+  static std::mutex mutex;
+  static std::vector<std::pair<int, cudaMemPool_t>> pools;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [d, pool] : pools)
+    if (d == device) return pool;
+  int supported = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device));
+  cudaMemPool_t pool = nullptr;
+  if (supported) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    uint64_t threshold = UINT64_MAX;
+    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  }
+  pools.emplace_back(device, pool);
+  return pool;
+}
+
+// The memory of one frame handed to Python: every plane, packed, in one block
+// (host, or device memory of `device`). Python frees it (through the capsule
+// that owns it) when the last plane array of the frame is gone.
+class FrameBlock {
+ public:
+  static std::unique_ptr<FrameBlock> host(size_t bytes) {
+    auto b = std::unique_ptr<FrameBlock>(new FrameBlock);
+    b->data_ = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (!b->data_) throw std::bad_alloc();
+    return b;
+  }
+  // Device memory of the current device (which is `device`), ready for work on `stream`.
+  static std::unique_ptr<FrameBlock> device(size_t bytes, int device, cudaStream_t stream) {
+    auto b = std::unique_ptr<FrameBlock>(new FrameBlock);
+    b->device_ = device;
+    b->pool_ = frame_memory_pool(device);
+    if (b->pool_) CUDA_CHECK(cudaMallocFromPoolAsync(&b->data_, bytes, b->pool_, stream));
+    else CUDA_CHECK(cudaMalloc(&b->data_, bytes));
+    return b;
+  }
+  ~FrameBlock() {
+    if (!data_) return;
+    if (device_ < 0) {
+      std::free(data_);
+      return;
+    }
+    // Errors are ignored: this may run at interpreter exit, after the CUDA runtime has gone.
+    int current = -1;
+    if (cudaGetDevice(&current) == cudaSuccess && current != device_) cudaSetDevice(device_);
+    if (pool_) cudaFreeAsync(data_, cudaStreamLegacy);
+    else cudaFree(data_);
+    if (current >= 0 && current != device_) cudaSetDevice(current);
+    cudaGetLastError();
+  }
+  FrameBlock(const FrameBlock&) = delete;
+  FrameBlock& operator=(const FrameBlock&) = delete;
+  unsigned char* data() const { return static_cast<unsigned char*>(data_); }
+  bool on_device() const { return device_ >= 0; }
+  int device_index() const { return device_; }
+
+ private:
+  FrameBlock() = default;
+  void* data_ = nullptr;
+  int device_ = -1;  // -1: host memory
+  cudaMemPool_t pool_ = nullptr;
+};
+
+// A frame copied out of the pipeline, waiting in the queue for Python.
+struct QueuedFrame {
+  int64_t index = 0;
+  double pts_seconds = 0;
+  FrameLayout layout;
+  std::array<size_t, 4> offset{};
+  std::unique_ptr<FrameBlock> block;
+};
+
+size_t plane_row_bytes(const FrameLayout& l, int p) {
+  return static_cast<size_t>(l.planes[p].width) * l.planes[p].channels * l.bytes_per_sample;
+}
+
+// Which framework the plane arrays are made for.
+enum class ArrayKind { Numpy = 0, Cupy = 1, Torch = 2 };
+
+// Runs one pipeline with a frame sink on its own thread and hands the frames
+// to Python through a bounded queue. Ownership: each frame is copied, during
+// the sink call, into a FrameBlock of its own, which the Python arrays own, so
+// a frame Python still holds is never overwritten; memory in use is the
+// pipeline's slots, the queue (`capacity` frames) and the frames Python holds.
+class FrameStream {
+ public:
+  FrameStream(const std::string& path, const std::string& vf, const std::string& backend, const std::string& hwdec,
+              int inflight, bool to_device, int device, int array_kind)
+      : to_device_(to_device), device_(device), kind_(static_cast<ArrayKind>(array_kind)) {
+    if (array_kind < 0 || array_kind > 2) throw std::invalid_argument("bad array kind");
+    if (to_device && kind_ == ArrayKind::Numpy)
+      throw std::invalid_argument("frames on the device need array='cupy' or 'torch'");
+    if (to_device && !have_cuda()) throw std::runtime_error("device='cuda' was asked for but no CUDA device is usable here");
+    PipelineOptions o = base_options(vf, backend, hwdec, device, inflight);
+    if (to_device && o.backend == BackendChoice::Cpu && o.hwdec == HwDecode::Nvdec)
+      throw std::invalid_argument("hwdec='nvdec' needs the CUDA backend (backend='auto' or 'cuda')");
+    capacity_ = static_cast<size_t>(inflight);
+    o.input = path;
+    o.stop = &stop_;
+    o.sink_memory = to_device ? SinkMemory::Device : SinkMemory::Host;
+    o.note = [this](const std::string& text) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      notes_.push_back(text);
+    };
+    o.frame_sink = [this](const FrameView& v) { sink(v); };
+    thread_ = std::thread([this, o = std::move(o)] { run(o); });
+  }
+
+  ~FrameStream() { shut_down(/*release_gil=*/false); }
+  FrameStream(const FrameStream&) = delete;
+  FrameStream& operator=(const FrameStream&) = delete;
+
+  // (planes, pts_seconds, index, format, width, height) of the next frame;
+  // raises StopIteration at the end and the pipeline's error where it failed.
+  nb::tuple next() {
+    std::unique_ptr<QueuedFrame> f = pop();
+    if (!f) {
+      std::exception_ptr error;
+      {
+        nb::gil_scoped_release no_gil;
+        join();  // the pipeline has finished: collect its thread
+        std::lock_guard<std::mutex> lock(mutex_);
+        error = std::exchange(error_, nullptr);  // raised once
+      }
+      if (error) std::rethrow_exception(error);
+      throw nb::stop_iteration();
+    }
+    const FrameLayout& l = f->layout;
+    const nb::dlpack::dtype dtype = l.bytes_per_sample == 1 ? nb::dtype<uint8_t>() : nb::dtype<uint16_t>();
+    const int device_type = f->block->on_device() ? nb::device::cuda::value : nb::device::cpu::value;
+    const int device_id = f->block->on_device() ? f->block->device_index() : 0;
+    unsigned char* base = f->block->data();
+    // One owner for every plane of the frame: the block goes when the last plane does.
+    nb::capsule owner(f->block.release(), [](void* p) noexcept { delete static_cast<FrameBlock*>(p); });
+    nb::list planes;
+    for (int p = 0; p < l.num_planes; ++p) {
+      const PlaneLayout& pl = l.planes[p];
+      const size_t shape[3] = {static_cast<size_t>(pl.height), static_cast<size_t>(pl.width),
+                               static_cast<size_t>(pl.channels)};
+      const size_t ndim = pl.channels == 1 ? 2 : 3;
+      void* data = base + f->offset[p];
+      switch (kind_) {
+        case ArrayKind::Numpy:
+          planes.append(nb::cast(nb::ndarray<nb::numpy>(data, ndim, shape, owner, nullptr, dtype, device_type, device_id)));
+          break;
+        case ArrayKind::Cupy:
+          planes.append(nb::cast(nb::ndarray<nb::cupy>(data, ndim, shape, owner, nullptr, dtype, device_type, device_id)));
+          break;
+        case ArrayKind::Torch:
+          planes.append(nb::cast(nb::ndarray<nb::pytorch>(data, ndim, shape, owner, nullptr, dtype, device_type, device_id)));
+          break;
+      }
+    }
+    return nb::make_tuple(planes, f->pts_seconds, f->index, pixel_format_name(l.format), l.width, l.height);
+  }
+
+  // Stops the pipeline (it finishes the frames in flight, which are dropped)
+  // and waits for its thread. Frames already handed out stay valid.
+  void close() { shut_down(/*release_gil=*/true); }
+
+  // The run's statistics once it has finished (None before, or when it failed).
+  nb::object stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!stats_) return nb::none();
+    return run_stats_dict(*stats_);
+  }
+
+  std::vector<std::string> notes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return notes_;
+  }
+
+  bool running() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !finished_;
+  }
+
+ private:
+  void run(const PipelineOptions& o) {
+    try {
+      // An arena of its own: the sink blocks while the queue is full, and a
+      // thread of another graph (another iterator, process_video) must never
+      // pick up this graph's sink task and block in it.
+      tbb::task_arena arena;
+      RunStats stats;
+      arena.execute([&] { stats = run_pipeline(o); });
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_ = stats;
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!stop_.load()) error_ = std::current_exception();  // after close() nobody asks
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = true;
+    has_frame_.notify_all();
+  }
+
+  // On the pipeline's sink thread, one frame at a time.
+  void sink(const FrameView& v) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      has_room_.wait(lock, [&] { return queue_.size() < capacity_ || stop_.load(); });
+      if (stop_.load()) return;  // closed: the frames still in flight are dropped
+    }
+    std::unique_ptr<QueuedFrame> f = copy_frame(v);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_.load()) return;
+    queue_.push_back(std::move(f));
+    has_frame_.notify_one();
+  }
+
+  std::unique_ptr<QueuedFrame> copy_frame(const FrameView& v) {
+    auto f = std::make_unique<QueuedFrame>();
+    f->index = v.index;
+    f->pts_seconds = v.pts_seconds;
+    f->layout = v.layout;
+    const FrameLayout& l = v.layout;
+    size_t bytes = 0;
+    for (int p = 0; p < l.num_planes; ++p) {
+      f->offset[p] = bytes;
+      bytes += (plane_row_bytes(l, p) * l.planes[p].height + 255) / 256 * 256;
+    }
+    if (!to_device_ && !v.on_device) {  // host to host: no CUDA at all (the CPU backend)
+      f->block = FrameBlock::host(bytes);
+      for (int p = 0; p < l.num_planes; ++p) {
+        const size_t row = plane_row_bytes(l, p);
+        const auto* src = static_cast<const unsigned char*>(v.planes[p].data);
+        unsigned char* dst = f->block->data() + f->offset[p];
+        for (int y = 0; y < l.planes[p].height; ++y) std::memcpy(dst + y * row, src + y * v.planes[p].pitch, row);
+      }
+      return f;
+    }
+    // Device planes are copied on the slot's stream (ordered after the frame's
+    // work, and before the slot's reuse); host planes going to the device on a
+    // stream of our own. Either way the copy is complete before the frame is
+    // handed over, so Python can use it on any stream.
+    const int device = v.on_device ? v.device : device_;
+    CUDA_CHECK(cudaSetDevice(device));
+    cudaStream_t stream = v.on_device ? v.stream : upload_stream();
+    if (to_device_) {
+      f->block = FrameBlock::device(bytes, device_, stream);
+      used_pool_ = frame_memory_pool(device_);
+    } else {
+      f->block = FrameBlock::host(bytes);
+    }
+    for (int p = 0; p < l.num_planes; ++p) {
+      const size_t row = plane_row_bytes(l, p);
+      CUDA_CHECK(cudaMemcpy2DAsync(f->block->data() + f->offset[p], row, v.planes[p].data,
+                                   static_cast<size_t>(v.planes[p].pitch), row, l.planes[p].height, cudaMemcpyDefault,
+                                   stream));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    return f;
+  }
+
+  cudaStream_t upload_stream() {
+    if (!upload_stream_) upload_stream_.emplace();  // on device_, made current by the caller
+    return upload_stream_->get();
+  }
+
+  // The next frame, or nullptr once the pipeline has finished and the queue is empty.
+  std::unique_ptr<QueuedFrame> pop() {
+    std::unique_ptr<QueuedFrame> f;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);  // only ever held briefly: no GIL release needed
+      if (!queue_.empty()) f = take_front();
+      else if (finished_ || stop_.load()) return nullptr;
+    }
+    if (f) return f;
+    nb::gil_scoped_release no_gil;
+    std::unique_lock<std::mutex> lock(mutex_);
+    has_frame_.wait(lock, [&] { return !queue_.empty() || finished_ || stop_.load(); });
+    if (queue_.empty()) return nullptr;
+    return take_front();
+  }
+
+  std::unique_ptr<QueuedFrame> take_front() {  // mutex_ held
+    std::unique_ptr<QueuedFrame> f = std::move(queue_.front());
+    queue_.pop_front();
+    has_room_.notify_one();
+    return f;
+  }
+
+  void join() {
+    std::lock_guard<std::mutex> lock(join_mutex_);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void shut_down(bool release_gil) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_.store(true);
+      has_room_.notify_all();
+      has_frame_.notify_all();
+    }
+    // The pipeline thread never needs the GIL, so joining with it held cannot
+    // deadlock; close() lets other Python threads run meanwhile.
+    if (release_gil) {
+      nb::gil_scoped_release no_gil;
+      join();
+    } else {
+      join();
+    }
+    std::deque<std::unique_ptr<QueuedFrame>> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      dropped.swap(queue_);
+      error_ = nullptr;
+    }
+    dropped.clear();
+    if (used_pool_) cudaMemPoolTrimTo(used_pool_, 0);  // memory of frames Python still holds stays
+    upload_stream_.reset();
+    if (to_device_) cudaGetLastError();
+  }
+
+  const bool to_device_;
+  const int device_;
+  const ArrayKind kind_;
+  size_t capacity_ = 4;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable has_room_, has_frame_;
+  std::deque<std::unique_ptr<QueuedFrame>> queue_;
+  bool finished_ = false;
+  std::exception_ptr error_;
+  std::optional<RunStats> stats_;
+  std::vector<std::string> notes_;
+  std::optional<cuda::CudaStream> upload_stream_;
+  cudaMemPool_t used_pool_ = nullptr;  // written by the sink, read after the join
+  std::mutex join_mutex_;
+  std::thread thread_;  // last: started once everything above exists
+};
+
 void write_test_clip(const std::string& path, int width, int height, int frames, const std::string& codec,
-                     const std::string& pix_fmt, int fps) {
+                     const std::string& pix_fmt, int fps, bool noise, const std::string& preset) {
   io::SyntheticClipSpec spec;
   spec.width = width;
   spec.height = height;
   spec.frames = frames;
   spec.fps = fps;
   spec.codec = codec;
+  spec.noise = noise;
+  spec.preset = preset;
   spec.pix_fmt = av_get_pix_fmt(pix_fmt.c_str());
   if (spec.pix_fmt == AV_PIX_FMT_NONE) throw std::invalid_argument("unknown pixel format '" + pix_fmt + "'");
   nb::gil_scoped_release no_gil;
@@ -544,9 +1019,23 @@ NB_MODULE(_streamblur, m) {
   m.def("is_managed_pointer", &is_managed_pointer, "ptr"_a);
   m.def("memory_kind", &memory_kind, "array"_a, "'host', 'cuda' or 'managed' (checks the array like the blurs do).");
   m.def("process_video", &process_video, "src"_a, "dst"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a, "backend"_a,
-        "overwrite"_a, "inflight"_a, "progress"_a.none());
+        "hwdec"_a, "device"_a, "overwrite"_a, "inflight"_a, "progress"_a.none());
+  m.def("process_videos", &process_videos, "inputs"_a, "outputs"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a,
+        "backend"_a, "hwdec"_a, "jobs_per_device"_a, "devices"_a, "inflight"_a, "overwrite"_a, "progress"_a.none());
+  m.def("parse_device_list", &parse_device_list, "text"_a, "[] for 'all', else the listed device indices.");
   m.def("write_test_clip", &write_test_clip, "path"_a, "width"_a, "height"_a, "frames"_a, "codec"_a, "pix_fmt"_a,
-        "fps"_a);
+        "fps"_a, "noise"_a, "preset"_a);
+  nb::class_<FrameStream>(m, "FrameStream",
+                          "One pipeline run with a frame sink on a background thread (see streamblur.frames).")
+      .def(nb::init<const std::string&, const std::string&, const std::string&, const std::string&, int, bool, int,
+                    int>(),
+           "path"_a, "vf"_a, "backend"_a, "hwdec"_a, "inflight"_a, "to_device"_a, "device"_a, "array_kind"_a)
+      .def("next", &FrameStream::next,
+           "(planes, pts_seconds, index, format, width, height); StopIteration at the end")
+      .def("close", &FrameStream::close)
+      .def("stats", &FrameStream::stats)
+      .def("notes", &FrameStream::notes)
+      .def_prop_ro("running", &FrameStream::running);
   m.attr("MAX_MANAGED_BYTES") = kMaxManagedBytes;
   m.attr("MIN_SIGMA") = kMinSigma;
   m.attr("MAX_SIGMA") = kMaxSigma;

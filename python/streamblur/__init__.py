@@ -31,12 +31,23 @@ few spec/shape pairs, so repeated calls allocate nothing.
 The filters and their spec syntax are those of the ``streamblur`` CLI::
 
     streamblur.Chain("gblur=sigma=2,boxblur=radius=1")(img)
+
+Video goes through the streaming pipeline (FFmpeg decode, on the CPU or with
+NVDEC, the filter chain, encode): :func:`process_video` for one file,
+:func:`process_videos` for many at once over several GPUs, and
+:func:`frames` to iterate over the filtered frames as CuPy / PyTorch / numpy
+arrays that the caller owns::
+
+    for f in streamblur.frames("in.mp4", "gblur=sigma=2", device="cuda"):
+        y = f.planes[0]
 """
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
+import weakref
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -57,6 +68,10 @@ __all__ = [
     "managed_empty",
     "is_managed",
     "process_video",
+    "process_videos",
+    "frames",
+    "Frame",
+    "FrameIterator",
     "cuda_available",
     "device_count",
     "filter_list",
@@ -353,29 +368,348 @@ def is_managed(arr: Any) -> bool:
         return False
 
 
+def _check_device_index(device: Any, name: str = "device") -> int:
+    d = _integer(device, name)
+    if d < 0:
+        raise ValueError(f"{name} must be a CUDA device index >= 0, got {d}")
+    n = device_count()
+    if n and d >= n:
+        raise ValueError(f"{name} {d} does not exist: {n} CUDA device(s) are usable (0..{n - 1})")
+    return d
+
+
+def _check_video_args(vf: Optional[str], backend: str, hwdec: str, inflight: Any,
+                      progress: Optional[Callable]) -> str:
+    """The checks every video entry point shares; returns vf as a str."""
+    vf = vf or ""
+    if not isinstance(vf, str):
+        raise TypeError(f"vf must be a str (a filter chain such as 'gblur=sigma=2'), got {type(vf).__name__}")
+    if backend not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', got {backend!r}")
+    if hwdec not in ("auto", "nvdec", "none"):
+        raise ValueError(f"hwdec must be 'auto', 'nvdec' or 'none', got {hwdec!r}")
+    n = _integer(inflight, "inflight")
+    if not 1 <= n <= 64:
+        raise ValueError(f"inflight must be between 1 and 64, got {n}")
+    if progress is not None and not callable(progress):
+        raise TypeError("progress= must be callable")
+    return vf
+
+
+def _check_input_exists(src: str, what: str) -> None:
+    if "://" not in src and not os.path.exists(src):
+        raise FileNotFoundError(f"{what}: input '{src}' does not exist")
+
+
 def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional[str] = None, *,
                   crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
-                  overwrite: bool = True, inflight: int = 4,
+                  hwdec: str = "auto", device: int = 0, overwrite: bool = True, inflight: int = 4,
                   progress: Optional[Callable[[dict], Any]] = None) -> dict:
     """Runs the streaming pipeline: decode ``src``, apply filter chain ``vf``, encode ``dst``.
 
     codec: FFmpeg encoder name; None picks the container's image encoder for
     image outputs and libx264 otherwise. Audio and other streams are copied.
+    backend: 'auto' (CUDA when a device is usable), 'cuda' or 'cpu'.
+    hwdec: 'auto' decodes with NVDEC (frames stay in device memory) when the
+    CUDA backend runs and NVDEC takes the codec, else on the CPU; 'nvdec'
+    insists (an error where it cannot); 'none' always decodes on the CPU.
+    device: the CUDA device index to run on.
     progress: called (from a pipeline thread, with the GIL) about four times a
     second and once at the end with a dict: frames, total_estimate, elapsed_s,
     fps, media_time_s, duration_s, final. An exception it raises stops the run
-    and is raised here. Returns the run's statistics as a dict.
+    and is raised here. Returns the run's statistics as a dict: frames, fps,
+    wall_s, backend, decoder ('cpu' or 'nvdec'), device (-1: none),
+    gpu_memory_bytes, filters, input_format, processing_format,
+    bounding_stage, stages (busy/blocked seconds per stage), ...
     """
     src = os.fspath(src)
     dst = os.fspath(dst)
-    if "://" not in src and not os.path.exists(src):
-        raise FileNotFoundError(f"process_video: input '{src}' does not exist")
-    if progress is not None and not callable(progress):
-        raise TypeError("progress= must be callable")
+    vf = _check_video_args(vf, backend, hwdec, inflight, progress)
+    device = _check_device_index(device)
+    _check_input_exists(src, "process_video")
     return _ext.process_video(
-        src, dst, vf or "", codec or "", -1 if crf is None else int(crf), preset or "", backend,
+        src, dst, vf, codec or "", -1 if crf is None else int(crf), preset or "", backend, hwdec, device,
         bool(overwrite), int(inflight), progress,
     )
+
+
+def process_videos(inputs, outputs=None, *, out_dir=None, vf: str = "gblur=sigma=2", codec: Optional[str] = None,
+                   crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
+                   hwdec: str = "auto", jobs: int = 2, devices: Any = "all", inflight: int = 4,
+                   overwrite: bool = True, progress: Optional[Callable[[dict], Any]] = None) -> list:
+    """Runs the pipeline over many files at once: ``jobs`` pipelines per GPU on every GPU in ``devices``.
+
+    inputs: paths. outputs: one path per input, or None with ``out_dir``: each
+    output is ``out_dir/<input's file name>`` (the folder is made if missing).
+    devices: 'all', a list of CUDA device indices (``[0, 1]``), one index, or a
+    string such as ``"0,1"``. On the CPU backend ``jobs`` pipelines run in all.
+    The other arguments are those of :func:`process_video`, for every file
+    (``codec=None``: each output's default encoder).
+
+    Returns one dict per input, in order: ``input``, ``output``, ``ok``,
+    ``device`` (CUDA device it ran on, -1 for the CPU), ``error`` (a one-line
+    message) and ``skipped`` (True: never started, the batch was stopped) only
+    when the file failed, and, when it succeeded, the statistics
+    :func:`process_video` returns. A failing file never stops the others and
+    never raises; each output is written atomically (a failed file leaves no
+    output). Bad arguments raise ValueError / TypeError before any file starts.
+    progress: called about four times a second and once at the end with a
+    dict: files_total, files_done, files_failed, running, frames, elapsed_s,
+    fps (all files together), eta_s (-1 when unknown), final. An exception it
+    raises stops the batch and is raised here.
+    """
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        raise TypeError("inputs must be a list of paths (for one file use process_video)")
+    inputs = [os.fspath(p) for p in inputs]
+    if outputs is not None and out_dir is not None:
+        raise ValueError("give outputs= or out_dir=, not both")
+    if outputs is None:
+        if out_dir is None:
+            raise ValueError("give outputs= (one path per input) or out_dir=")
+        out_dir = os.fspath(out_dir)
+        outputs = [os.path.join(out_dir, os.path.basename(p)) for p in inputs]
+    else:
+        if isinstance(outputs, (str, bytes, os.PathLike)):
+            raise TypeError("outputs must be a list of paths, one per input")
+        outputs = [os.fspath(p) for p in outputs]
+        if len(outputs) != len(inputs):
+            raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
+    vf = _check_video_args(vf, backend, hwdec, inflight, progress)
+    jobs = _integer(jobs, "jobs")
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if isinstance(devices, str):
+        device_list = list(_ext.parse_device_list(devices))  # ValueError for a bad list
+    elif isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        device_list = [int(devices)]
+    else:
+        device_list = [_integer(d, "devices entry") for d in devices]
+        if not device_list:
+            raise ValueError("devices is empty; give 'all' or at least one device index")
+    # Devices that do not exist, a device listed twice, two inputs with one
+    # output, an output that is an input: ValueError from run_batch's checks.
+    if out_dir is not None and inputs:
+        os.makedirs(out_dir, exist_ok=True)
+    if not inputs:
+        return []
+    return list(_ext.process_videos(
+        inputs, outputs, vf, codec or "", -1 if crf is None else int(crf), preset or "", backend, hwdec, jobs,
+        device_list, int(inflight), bool(overwrite), progress,
+    ))
+
+
+# ---------------------------------------------------------------- frames
+
+
+class Frame:
+    """One filtered frame from :func:`frames`.
+
+    planes: one array per plane of the processing format (``format``), HxW
+    for one sample per pixel, HxWxC for interleaved ones (RGB24: C = 3, NV12's
+    chroma: C = 2), uint8 or uint16 (16-bit formats: the samples as stored,
+    e.g. P010's 10 bits in the high bits). CuPy arrays or torch tensors on the
+    device for ``device='cuda'``, numpy arrays (or CPU tensors) for 'cpu'.
+    The arrays own their memory: the pipeline never writes to it again.
+    pts: presentation time in seconds (NaN when unknown). index: 0, 1, 2, ...
+    width, height: the picture size (chroma planes may be smaller).
+    """
+
+    __slots__ = ("planes", "pts", "index", "format", "width", "height")
+
+    def __init__(self, planes, pts, index, format, width, height):  # noqa: A002
+        self.planes = planes
+        self.pts = pts
+        self.index = index
+        self.format = format
+        self.width = width
+        self.height = height
+
+    def __repr__(self) -> str:
+        shapes = ", ".join("x".join(str(int(s)) for s in p.shape) for p in self.planes)
+        return (f"Frame(index={self.index}, pts={self.pts:.6g}, format={self.format!r}, "
+                f"{self.width}x{self.height}, planes=[{shapes}])")
+
+
+_open_iterators = weakref.WeakSet()  # closed at exit: no pipeline thread may outlive the interpreter
+
+
+class FrameIterator:
+    """The iterator :func:`frames` returns: yields :class:`Frame` objects in order.
+
+    The pipeline runs on a background thread and stays at most ``inflight``
+    frames ahead of the loop. ``close()`` (also on leaving a ``with`` block, on
+    ``break`` out of a ``with``, and when the iterator is garbage collected)
+    stops it: frames in flight are dropped, frames already yielded stay valid.
+    An error in the pipeline (unreadable input, CUDA failure) is raised by the
+    next ``next()`` after the frames decoded before it.
+
+    stats: the run's statistics (as :func:`process_video` returns) once it has
+    ended, else None. notes: the pipeline's notes (backend chosen, decoder,
+    conversions, decode warnings).
+    """
+
+    def __init__(self, stream, device: str, array: str):
+        self._stream = stream
+        self.device = device
+        self.array = array
+        _open_iterators.add(self)
+
+    def __iter__(self) -> "FrameIterator":
+        return self
+
+    def __next__(self) -> Frame:
+        stream = self._stream
+        if stream is None:
+            raise StopIteration
+        return Frame(*stream.next())
+
+    def close(self) -> None:
+        """Stops the pipeline and waits for its thread (quick: frames in flight are dropped)."""
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+            self._final_stats = stream.stats()
+            self._final_notes = list(stream.notes())
+            self._stream = None
+
+    def __enter__(self) -> "FrameIterator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never raise from a finaliser
+            pass
+
+    @property
+    def stats(self) -> Optional[dict]:
+        if self._stream is not None:
+            return self._stream.stats()
+        return getattr(self, "_final_stats", None)
+
+    @property
+    def notes(self) -> list:
+        if self._stream is not None:
+            return list(self._stream.notes())
+        return getattr(self, "_final_notes", [])
+
+    def __repr__(self) -> str:
+        state = "closed" if self._stream is None else ("running" if self._stream.running else "finished")
+        return f"<streamblur.FrameIterator {state}, device={self.device!r}, array={self.array!r}>"
+
+
+def _close_open_iterators() -> None:
+    # At exit no pipeline thread may still be running while the interpreter goes.
+    for it in list(_open_iterators):
+        try:
+            it.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+atexit.register(_close_open_iterators)
+
+_ARRAY_KIND = {"numpy": 0, "cupy": 1, "torch": 2}
+
+
+def _default_device_array() -> str:
+    """'cupy' when CuPy can be imported, else 'torch'."""
+    try:
+        import cupy  # noqa: F401, PLC0415
+
+        return "cupy"
+    except ImportError:
+        pass
+    try:
+        import torch  # noqa: F401, PLC0415
+
+        return "torch"
+    except ImportError:
+        raise RuntimeError("frames on the GPU (device='cuda') are CuPy arrays or torch tensors, and neither CuPy nor "
+                           "PyTorch can be imported; install one, or use device='cpu'") from None
+
+
+def _framework_device(array: str) -> int:
+    """The calling thread's current CUDA device, as the array framework sees it."""
+    if array == "cupy":
+        import cupy  # noqa: PLC0415
+
+        return int(cupy.cuda.runtime.getDevice())
+    if array == "torch":
+        import torch  # noqa: PLC0415
+
+        if torch.cuda.is_available():
+            return int(torch.cuda.current_device())
+    return int(_ext.current_device()) if cuda_available() else 0
+
+
+def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "auto", backend: str = "auto",
+           inflight: int = 4, array: Optional[str] = None) -> FrameIterator:
+    """Iterates over the frames of a video, filtered by ``vf``, as arrays.
+
+    >>> for f in streamblur.frames("in.mp4", "gblur=sigma=2", device="cuda"):
+    ...     y = f.planes[0]          # CuPy array (H, W) uint8 on the GPU; f.pts in seconds
+    >>> with streamblur.frames("in.mp4", device="cpu") as it:
+    ...     first = next(it)         # numpy planes; leaving the block stops the pipeline
+
+    device: 'cuda' (plane arrays in device memory of the current CUDA device,
+    CuPy arrays or torch tensors), 'cpu' (numpy arrays) or None ('cuda' when a
+    device is usable, else 'cpu'). array: 'cupy' or 'torch' for 'cuda' (default
+    CuPy when it can be imported, else PyTorch), 'numpy' (default) or 'torch'
+    for 'cpu'. hwdec, backend: as for :func:`process_video` (NVDEC frames go
+    to the filters and to you without leaving the GPU). inflight: frames in
+    flight in the pipeline; the iterator also keeps up to that many finished
+    frames ready.
+
+    Ownership: every yielded frame owns its memory (a copy made on the GPU, or
+    in host memory, as the pipeline hands the frame over; the copy is complete
+    before the frame is yielded, so it can be used on any stream). Frames you
+    keep are never overwritten; their memory goes back when the last of their
+    plane arrays is gone. Device memory comes from a stream-ordered pool and is
+    released on the legacy default stream: work you queue on another stream
+    must be finished before you drop the arrays.
+
+    Returns a :class:`FrameIterator` (a context manager; ``close()`` stops the
+    pipeline early). A missing input raises FileNotFoundError and a bad
+    argument or filter chain ValueError here; an error while decoding raises
+    from the loop.
+    """
+    path = os.fspath(path)
+    vf = _check_video_args(vf, backend, hwdec, inflight, None)
+    if device is None:
+        device = "cuda" if cuda_available() else "cpu"
+    if device not in ("cuda", "cpu"):
+        raise ValueError(f"device must be 'cuda', 'cpu' or None, got {device!r}")
+    if device == "cuda":
+        if not cuda_available():
+            raise RuntimeError("frames(device='cuda'): no CUDA device is usable here; use device='cpu' or None")
+        if backend == "cpu" and hwdec == "nvdec":
+            raise ValueError("hwdec='nvdec' needs the CUDA backend (backend='auto' or 'cuda')")
+        if array is None:
+            array = _default_device_array()
+        if array not in ("cupy", "torch"):
+            raise ValueError(f"array must be 'cupy' or 'torch' for device='cuda', got {array!r}")
+    else:
+        if array is None:
+            array = "numpy"
+        if array not in ("numpy", "torch"):
+            raise ValueError(f"array must be 'numpy' or 'torch' for device='cpu', got {array!r}")
+    if vf:
+        _ext.check_chain(vf)  # ValueError for a bad chain, before anything starts
+    _check_input_exists(path, "frames")
+    if array == "torch":
+        import torch  # noqa: F401, PLC0415 - fails here, not in the loop, when PyTorch is missing
+    elif array == "cupy":
+        import cupy  # noqa: F401, PLC0415
+    if device == "cuda":
+        dev = _framework_device(array)
+    else:  # the CUDA backend may still filter (and NVDEC decode) on the current device
+        dev = int(_ext.current_device()) if cuda_available() else 0
+    stream = _ext.FrameStream(path, vf, backend, hwdec, int(inflight), device == "cuda", dev, _ARRAY_KIND[array])
+    return FrameIterator(stream, device, array)
 
 
 # ---------------------------------------------------------------- test helpers
@@ -398,6 +732,11 @@ def _reference_box_blur(img: np.ndarray, radius: int) -> np.ndarray:
 
 
 def _write_test_clip(path: str, width: int = 64, height: int = 48, frames: int = 10, codec: str = "ffv1",
-                     pix_fmt: str = "yuv420p", fps: int = 30) -> None:
-    """Writes a deterministic synthetic clip (io::write_synthetic_clip)."""
-    _ext.write_test_clip(os.fspath(path), int(width), int(height), int(frames), codec, pix_fmt, int(fps))
+                     pix_fmt: str = "yuv420p", fps: int = 30, noise: bool = False, preset: str = "") -> None:
+    """Writes a deterministic synthetic clip (io::write_synthetic_clip).
+
+    noise=True adds moving film-like grain (realistic decode load); preset: the
+    encoder's preset (e.g. 'ultrafast' for libx264), empty for its default.
+    """
+    _ext.write_test_clip(os.fspath(path), int(width), int(height), int(frames), codec, pix_fmt, int(fps), bool(noise),
+                         preset)

@@ -1,0 +1,206 @@
+"""streamblur.ray: many video files over a Ray cluster, one Ray task per file.
+
+>>> import streamblur.ray
+>>> results = streamblur.ray.process_videos(["a.mp4", "b.mp4"], ["a-blur.mp4", "b-blur.mp4"],
+...                                         vf="gblur=sigma=2", gpus_per_job=0.25)
+>>> [r["ok"] for r in results]
+[True, True]
+
+Each file is one task of :func:`streamblur.process_video`, declared with
+``num_gpus=gpus_per_job`` and ``num_cpus=1``; Ray decides where and when each
+runs (placement, queueing, retries). A task sees only the GPUs Ray gave it,
+through ``CUDA_VISIBLE_DEVICES``, numbered from 0, so the pipeline runs on
+device 0 of the task, which is the GPU Ray chose; nothing here picks devices.
+A fractional ``gpus_per_job`` packs several files on one GPU (0.25: four at a
+time per GPU).
+
+Ray is imported when :func:`process_videos` is called (``pip install ray``);
+the ``streamblur`` package must be installed on every node of the cluster, and
+the paths must name the same files on every node (a shared filesystem):
+relative paths are made absolute against the caller's working directory.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+from typing import Any, Iterable, Optional
+
+import streamblur
+
+__all__ = ["process_videos"]
+
+
+def _import_ray():
+    try:
+        import ray  # noqa: PLC0415 (optional dependency, imported at call time)
+    except ImportError as e:
+        raise ImportError(
+            f"streamblur.ray needs Ray, which cannot be imported ({e}); install it with `python3 -m pip install ray`"
+        ) from e
+    return ray
+
+
+def _paths(paths: Iterable[Any], name: str) -> list:
+    """A list of path strings; local paths made absolute, URLs (scheme://...) kept as they are."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        raise TypeError(f"{name} must be a list of paths, not a single path ({paths!r})")
+    out = []
+    for p in paths:
+        s = os.fspath(p)
+        if isinstance(s, bytes):
+            s = os.fsdecode(s)
+        out.append(s if "://" in s else os.path.abspath(s))
+    return out
+
+
+def _same_file_key(path: str) -> str:
+    return path if "://" in path else os.path.normcase(os.path.realpath(path))
+
+
+def _run_one(src: str, dst: str, vf: str, codec: Optional[str], backend: str, options: dict) -> dict:
+    """The body of one Ray task: one file through streamblur.process_video on this worker."""
+    import ray  # noqa: PLC0415
+
+    gpu_ids = [str(g) for g in ray.get_gpu_ids()]
+    if backend != "cpu" and not gpu_ids:
+        # Ray assigned no GPU to this task. Ray then leaves CUDA_VISIBLE_DEVICES
+        # as it was (ray-project/ray#54868), so device 0 would be a GPU that Ray
+        # may have given to another task: run on the CPU instead (or refuse).
+        if backend == "cuda":
+            raise RuntimeError(f"{src}: backend='cuda' but Ray assigned no GPU to this task (num_gpus=0)")
+        backend = "cpu"
+    # No device= here: the default, device 0, is the first GPU Ray made visible.
+    stats = streamblur.process_video(src, dst, vf, codec, backend=backend, **options)
+    return {
+        "stats": stats,
+        "node": ray.get_runtime_context().get_node_id(),
+        "hostname": socket.gethostname(),
+        "gpu_ids": gpu_ids,
+    }
+
+
+def _failure(src: str, dst: str, error: BaseException, ray) -> dict:
+    """The result of a file whose task raised (the task's own exception) or was lost (Ray's error)."""
+    cause = error
+    if isinstance(error, ray.exceptions.RayTaskError) and getattr(error, "cause", None) is not None:
+        cause = error.cause
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    message = "; ".join(lines) or type(cause).__name__
+    if src not in message:
+        message = f"{src}: {message}"
+    return {"input": src, "output": dst, "ok": False, "error": message, "error_type": type(cause).__name__}
+
+
+def process_videos(inputs: Iterable[Any], outputs: Iterable[Any], vf: str = "gblur=sigma=2",
+                   codec: Optional[str] = None, backend: str = "auto", gpus_per_job: float = 0.25, *,
+                   crf: Optional[int] = None, preset: Optional[str] = None, hwdec: str = "auto",
+                   overwrite: bool = True, inflight: int = 4, max_retries: Optional[int] = None,
+                   ray_remote_args: Optional[dict] = None) -> list:
+    """Runs :func:`streamblur.process_video` on every ``inputs[i] -> outputs[i]``, one Ray task per file.
+
+    inputs, outputs: lists of paths (str or os.PathLike) of the same length; the
+    outputs must be distinct and none may be an input (``ValueError``
+    otherwise, before anything runs). vf, codec, crf, preset, hwdec, overwrite,
+    inflight: as for :func:`streamblur.process_video`, for every file
+    (``inflight`` is frames in flight within one file; how many files run at
+    once is Ray's decision, from the resources each task asks for).
+
+    backend, gpus_per_job: each task is declared with ``num_gpus=gpus_per_job``
+    (fractions pack several files on one GPU; above 1 it must be a whole
+    number) and ``num_cpus=1``. Ray sets ``CUDA_VISIBLE_DEVICES`` for the task
+    and the pipeline uses the first visible device. ``backend="cpu"`` always
+    declares ``num_gpus=0``, whatever ``gpus_per_job`` says. ``backend="auto"``
+    declares ``num_gpus=0`` when the cluster has no GPU at the time of the
+    call, and a task that Ray gives no GPU (``gpus_per_job=0``) runs on the
+    CPU backend rather than on a GPU it was not given; ``backend="cuda"`` needs
+    ``gpus_per_job > 0`` and waits, as Ray does, for a node with a free GPU.
+
+    max_retries: passed to Ray's ``.options(max_retries=...)`` (None: Ray's
+    default, which retries tasks whose worker died, not tasks that raised).
+    ray_remote_args: more ``.options(...)`` for every task (``num_cpus``,
+    ``memory``, ``resources``, ``retry_exceptions``, ``runtime_env``,
+    ``scheduling_strategy``...); they override the ones above.
+
+    Ray is connected with ``ray.init()`` (an address in RAY_ADDRESS, a running
+    local cluster, or a new local one) unless ``ray.is_initialized()`` already.
+
+    Returns one dict per file, in the order of ``inputs``: ``input``,
+    ``output`` (absolute paths), ``ok``; on success the run's statistics (the
+    dict :func:`streamblur.process_video` returns: frames, wall_s, fps,
+    backend, ...) plus ``node`` (the Ray node id), ``hostname`` and ``gpu_ids``
+    (the GPUs Ray assigned, as Ray numbers them); on failure ``error`` (one
+    line naming the input) and ``error_type``, and no output file (a failed
+    run leaves none). A failing file never stops the others and is not raised.
+    """
+    ins = _paths(inputs, "inputs")
+    outs = _paths(outputs, "outputs")
+    if len(ins) != len(outs):
+        raise ValueError(f"process_videos: {len(ins)} inputs but {len(outs)} outputs")
+    seen = {}
+    for dst in outs:
+        key = _same_file_key(dst)
+        if key in seen:
+            raise ValueError(f"process_videos: output '{dst}' appears twice")
+        seen[key] = dst
+    for src in ins:
+        if _same_file_key(src) in seen:
+            raise ValueError(f"process_videos: '{src}' is both an input and an output")
+    # vf, backend, hwdec, inflight: the checks streamblur.process_video makes, made once here.
+    vf = streamblur._check_video_args(vf, backend, hwdec, inflight, None)
+    if isinstance(gpus_per_job, bool) or not isinstance(gpus_per_job, (int, float)):
+        raise TypeError(f"gpus_per_job must be a number, got {type(gpus_per_job).__name__}")
+    if not math.isfinite(gpus_per_job) or gpus_per_job < 0:
+        raise ValueError(f"gpus_per_job must be >= 0, got {gpus_per_job!r}")
+    if gpus_per_job > 1 and gpus_per_job != int(gpus_per_job):
+        raise ValueError(f"gpus_per_job above 1 must be a whole number (Ray's rule), got {gpus_per_job!r}")
+    if backend == "cuda" and gpus_per_job == 0 and not (ray_remote_args or {}).get("num_gpus"):
+        raise ValueError("backend='cuda' needs gpus_per_job > 0 (the GPU share Ray reserves for each file)")
+    if ray_remote_args is not None and not isinstance(ray_remote_args, dict):
+        raise TypeError(f"ray_remote_args must be a dict, got {type(ray_remote_args).__name__}")
+    if vf:
+        streamblur.Chain(vf)  # a bad chain is one ValueError here, not one failure per file
+    if not ins:
+        return []
+
+    ray = _import_ray()
+    if not ray.is_initialized():
+        ray.init()
+
+    num_gpus = 0 if backend == "cpu" else gpus_per_job
+    if backend == "auto" and num_gpus > 0 and ray.cluster_resources().get("GPU", 0) <= 0:
+        num_gpus = 0  # no GPU anywhere: the task would never be placed
+    task_options = {"num_cpus": 1, "num_gpus": num_gpus}
+    if max_retries is not None:
+        task_options["max_retries"] = int(max_retries)
+    task_options.update(ray_remote_args or {})
+    run_options = {"crf": crf, "preset": preset, "hwdec": hwdec,
+                   "overwrite": bool(overwrite), "inflight": int(inflight)}
+
+    remote = ray.remote(_run_one)
+    refs = []
+    try:
+        for src, dst in zip(ins, outs):
+            name = f"streamblur:{os.path.basename(src) or src}"
+            refs.append(remote.options(name=name, **task_options).remote(src, dst, vf, codec, backend, run_options))
+        results = []
+        for src, dst, ref in zip(ins, outs, refs):
+            try:
+                done = ray.get(ref)
+            except ray.exceptions.RayError as e:
+                results.append(_failure(src, dst, e, ray))
+                continue
+            result = {"input": src, "output": dst, "ok": True}
+            result.update({k: v for k, v in done["stats"].items() if k not in result})
+            result.update(node=done["node"], hostname=done["hostname"], gpu_ids=done["gpu_ids"])
+            results.append(result)
+        return results
+    except BaseException:
+        # Ctrl-C or a failure of Ray itself: don't leave the remaining files running.
+        for ref in refs:
+            try:
+                ray.cancel(ref)
+            except Exception:  # noqa: BLE001 (finished or already gone)
+                pass
+        raise
