@@ -1399,6 +1399,8 @@ TEST_P(PipelineNvdec, SameOutputAsCpuDecodeWithinOne) {
   const std::vector<SunkFrame> hw = sink_frames(o, &hw_st);
   EXPECT_EQ(cpu_st.decoder, "cpu");
   ASSERT_EQ(hw_st.decoder, "nvdec") << "NVDEC was not used";
+  // The decoder's surfaces count in the memory the run reports.
+  EXPECT_GT(hw_st.gpu_memory_bytes, cpu_st.gpu_memory_bytes);
   ASSERT_EQ(hw.size(), cpu.size());
   ASSERT_GT(hw.size(), 0u);
   for (const auto& n : notes) EXPECT_FALSE(contains(n, "decode: cpu")) << n;

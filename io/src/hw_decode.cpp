@@ -55,9 +55,9 @@ AVPixelFormat hw_frame_sw_format(const AVFrame& f) {
   return reinterpret_cast<const AVHWFramesContext*>(f.hw_frames_ctx->data)->sw_format;
 }
 
-std::size_t hw_frame_pool_bytes(const AVFrame& f) {
-  if (!f.hw_frames_ctx) return 0;
-  const auto* fc = reinterpret_cast<const AVHWFramesContext*>(f.hw_frames_ctx->data);
+std::size_t hw_decoder_surface_bytes(const AVBufferRef* hw_frames_ctx) {
+  if (!hw_frames_ctx) return 0;
+  const auto* fc = reinterpret_cast<const AVHWFramesContext*>(hw_frames_ctx->data);
   const int one = av_image_get_buffer_size(fc->sw_format, fc->width, fc->height, 256);
   if (one <= 0 || fc->initial_pool_size <= 0) return 0;
   return 2 * static_cast<std::size_t>(one) * fc->initial_pool_size;

@@ -314,5 +314,6 @@ std::vector<AVPacketPtr> MediaReader::take_remaining_passthrough() {
 
 void MediaReader::request_stop() noexcept { impl_->stop.store(true); }
 int MediaReader::warnings() const noexcept { return impl_->warning_count.load(); }
+std::size_t MediaReader::hw_surface_bytes() const noexcept { return hw_decoder_surface_bytes(impl_->dec->hw_frames_ctx); }
 
 }  // namespace streamblur::io

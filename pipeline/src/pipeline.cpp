@@ -444,7 +444,7 @@ DecodedPtr Pipeline::decode(tbb::flow_control& fc) {
                              std::to_string(f.height) + "); this is not supported");
   if (surface) {
     ++hw_frames_;
-    if (surface_pool_bytes_.load() == 0) surface_pool_bytes_ = io::hw_frame_pool_bytes(f);
+    if (surface_pool_bytes_.load() == 0) surface_pool_bytes_ = reader_->hw_surface_bytes();
     d->frame = std::move(df.frame);
   } else {
     if (vinfo_->hw_decode && sw_frames_++ == 0)

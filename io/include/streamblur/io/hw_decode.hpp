@@ -23,9 +23,12 @@ AVBufferRefPtr make_cuda_device_context(void* cu_context, void* cu_stream);
 // AV_PIX_FMT_NONE for a software frame.
 AVPixelFormat hw_frame_sw_format(const AVFrame& frame);
 
-// Bytes of device memory a hardware frame's surfaces hold: FFmpeg's pool,
-// twice, because FFmpeg's nvdec asks NVDEC for as many decode surfaces as the
-// pool has frames (ulNumDecodeSurfaces = initial_pool_size). 0 when unknown.
-std::size_t hw_frame_pool_bytes(const AVFrame& frame);
+// Bytes of device memory a hardware decoder's surfaces hold, from its frames
+// context (AVCodecContext::hw_frames_ctx): FFmpeg's nvdec asks NVDEC for
+// initial_pool_size decode surfaces and maps each picture into an output
+// surface of a pool that grows to about as many, so the figure is twice the
+// pool (this matched the measured growth of device memory per 1080p stream
+// on the H200). 0 when unknown.
+std::size_t hw_decoder_surface_bytes(const AVBufferRef* hw_frames_ctx);
 
 }  // namespace streamblur::io

@@ -66,6 +66,9 @@ class MediaReader {
   // Makes read() return false from the next call on (Ctrl-C); thread-safe.
   void request_stop() noexcept;
   int warnings() const noexcept;
+  // Device memory of the hardware decoder's surfaces (0 for CPU decoding, or
+  // before the first frame); see hw_decoder_surface_bytes.
+  std::size_t hw_surface_bytes() const noexcept;
 
  private:
   struct Impl;

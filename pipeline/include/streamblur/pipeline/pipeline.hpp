@@ -85,7 +85,9 @@ struct RunStats {
   std::string input_format, processing_format;
   std::string decoder = "cpu";       // "cpu" or "nvdec"
   int device = -1;                   // CUDA device used (-1: none)
-  std::size_t gpu_memory_bytes = 0;  // device memory this pipeline allocated: slots, filter scratch, NVDEC surfaces
+  // Device memory of this pipeline: slots and filter scratch (exact) plus the
+  // NVDEC decoder's surfaces (estimated from its pool, see io/hw_decode.hpp).
+  std::size_t gpu_memory_bytes = 0;
   // Where the wall time went outside the stages: set-up before the first frame
   // is read (input, decoder, CUDA context, slots), until the first frame reaches
   // the sink (encoder opening included), and flushing the encoder at the end.
