@@ -39,6 +39,15 @@ void cpu_blur_plane(const Op& op, Plane<T> plane, std::vector<Tmp>& tmp, int ver
   });
 }
 
+// Device memory of per-plane CUDA blurs.
+template <class GpuBlur>
+std::size_t sum_device_bytes(const std::array<std::unique_ptr<GpuBlur>, 4>& planes) {
+  std::size_t n = 0;
+  for (const auto& g : planes)
+    if (g) n += g->device_bytes();
+  return n;
+}
+
 // Per-plane sizes of a blur, after chroma scaling.
 struct PlaneParams {
   double sigma_x = 0, sigma_y = 0;
@@ -120,12 +129,7 @@ class GaussianFilter final : public BlurFilterBase {
   std::array<std::unique_ptr<cuda::GaussianBlur>, 4> gpu_;
 
  public:
-  std::size_t device_bytes() const override {
-    std::size_t n = 0;
-    for (const auto& g : gpu_)
-      if (g) n += g->device_bytes();
-    return n;
-  }
+  std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
   std::array<std::vector<float>, 4> tmp_;
 };
 
@@ -164,12 +168,7 @@ class BoxFilter final : public BlurFilterBase {
   std::array<std::unique_ptr<cuda::BoxBlur>, 4> gpu_;
 
  public:
-  std::size_t device_bytes() const override {
-    std::size_t n = 0;
-    for (const auto& g : gpu_)
-      if (g) n += g->device_bytes();
-    return n;
-  }
+  std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
   std::array<std::vector<uint32_t>, 4> tmp_;
 };
 
