@@ -101,6 +101,7 @@ PipelineOptions stream_options(const Setup& s, const std::string& job, bool nvde
   p.backend = s.backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
   p.hwdec = nvdec ? HwDecode::Nvdec : HwDecode::None;
   p.device = device;
+  p.decoder_threads = s.opt->decoder_threads;
   p.encoder.codec = s.opt->codec;
   p.encoder.preset = s.opt->preset;
   p.overwrite = true;

@@ -34,6 +34,7 @@ struct ScaleBenchOptions {
   bool ffmpeg = true;                       // ffmpeg -hwaccel cuda decode-only processes when found
   std::string ffmpeg_program;               // empty: look on the PATH
   int compare_streams = 8;                  // streams of the 1-GPU / all-GPUs comparison
+  int decoder_threads = 0;        // decoder threads of every stream (0: the library default)
   std::function<void(const std::string&)> progress;  // a line per step
 };
 

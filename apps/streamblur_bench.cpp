@@ -213,6 +213,7 @@ int main(int argc, char** argv) {
   scale->add_option("--chain", sopt.chain, "the filter chain (default gblur=sigma=2,boxblur=radius=3)");
   scale->add_option("--codec", sopt.codec, "encoder of chain-transcode (default libx264)");
   scale->add_option("--preset", sopt.preset, "encoder preset (default ultrafast)");
+  scale->add_option("--threads", sopt.decoder_threads, "decoder threads per stream (0: default; NVDEC 4)")->check(CLI::Range(0, 64));
   scale->add_option("--compare-streams", sopt.compare_streams, "streams of the 1-GPU / all-GPUs comparison (default 8)")
       ->check(CLI::Range(1, 256));
   scale->add_flag("--no-ffmpeg", scale_no_ffmpeg, "do not run ffmpeg -hwaccel cuda processes side by side");
