@@ -25,6 +25,7 @@ extern "C" {
 #include "streamblur/io/log.hpp"
 #include "streamblur/pipeline/batch.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/pipeline/temp_outputs.hpp"
 
 namespace {
 
@@ -32,9 +33,30 @@ namespace fs = std::filesystem;
 
 std::atomic<bool> g_stop{false};
 
-extern "C" void on_sigint(int) {
+std::atomic<int> g_signals{0};
+std::atomic<int> g_first_signal{SIGINT};
+
+// The exit status of a run a signal stopped: 128 + the signal (130 for Ctrl-C).
+int interrupted_status() { return 128 + g_first_signal.load(); }
+
+// SIGINT, SIGTERM, SIGHUP: the first stops reading and lets the run finish
+// what is in flight (a playable output); a second ends the program at once,
+// removing the hidden temporary outputs first (only async-signal-safe calls).
+extern "C" void on_stop_signal(int sig) {
+  if (g_signals.fetch_add(1) == 0) g_first_signal.store(sig);
   g_stop.store(true);
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the program at once
+  if (g_signals.load() > 1) {
+    streamblur::remove_temp_outputs_in_signal_handler();
+    ::_exit(128 + sig);
+  }
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
 std::string clock_text(double s) {
@@ -203,7 +225,7 @@ int run_batch_command(const CommonOptions& common, const BatchCommand& cmd) {
     };
   }
   b.stop = &g_stop;
-  std::signal(SIGINT, on_sigint);
+  install_stop_handlers();
 
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<streamblur::BatchResult> results;
@@ -249,9 +271,9 @@ int run_batch_command(const CommonOptions& common, const BatchCommand& cmd) {
   f.close();
   if (!f) {
     std::cerr << "streamblur: error: cannot write the summary to '" << summary_path << "'\n";
-    return interrupted ? 130 : 1;
+    return interrupted ? interrupted_status() : 1;
   }
-  if (interrupted) return 130;
+  if (interrupted) return interrupted_status();
   return failed > 0 ? 1 : 0;
 }
 
@@ -340,7 +362,7 @@ int main(int argc, char** argv) {
         std::fflush(stderr);
       };
     }
-    std::signal(SIGINT, on_sigint);
+    install_stop_handlers();
 
     const streamblur::RunStats st = streamblur::run_pipeline(opt);
     if (st.decode_warnings > 0 && !quiet)
@@ -382,10 +404,10 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    return st.stopped_early ? 130 : 0;
+    return st.stopped_early ? interrupted_status() : 0;
   } catch (const std::exception& e) {
     if (!quiet && ::isatty(STDERR_FILENO)) std::cerr << "\n";  // end a progress line first
     std::cerr << "streamblur: error: " << e.what() << "\n";
-    return g_stop.load() ? 130 : 1;  // interrupted (Ctrl-C before the first frame was done)
+    return g_stop.load() ? interrupted_status() : 1;  // interrupted before the first frame was done
   }
 }

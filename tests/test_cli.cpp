@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 extern "C" {
+#include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/log.h>
@@ -23,6 +24,8 @@ extern "C" {
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <optional>
 #include <random>
 #include <spawn.h>
 #include <sstream>
@@ -581,6 +584,224 @@ TEST(CliSignal, SigintFinalisesOutput) {
   EXPECT_GT(n, 0u);
   EXPECT_LT(n, 600u);
   EXPECT_EQ(dir.listing(), (std::vector<std::string>{"long.mp4", "out.mp4"}));
+}
+
+
+// ---------------------------------------------------------------------------
+// Hostile input (issue 9): each of these aborted, leaked a file or printed
+// more than one line before it was fixed.
+// ---------------------------------------------------------------------------
+
+// A long CPU run whose temporary output already holds data (the handlers are
+// installed and frames are going through); nullopt when it ended first.
+struct RunningJob {
+  std::unique_ptr<CliProcess> process;
+  std::string tmp;
+};
+
+std::optional<RunningJob> start_long_job(const TempDir& dir, const std::string& in, const std::string& out,
+                                         const std::string& vf = "gblur=sigma=30", int inflight = 2) {
+  RunningJob job;
+  job.process = std::make_unique<CliProcess>(
+      std::vector<std::string>{in, out, "--backend", "cpu", "--vf", vf, "--preset", "ultrafast",
+                               "--inflight", std::to_string(inflight)},
+      capture_dir());
+  job.tmp = dir.file(".out.mp4.streamblur-" + std::to_string(job.process->pid()) + ".mp4");
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline && !job.process->poll()) {
+    std::error_code ec;
+    if (fs::exists(job.tmp, ec) && fs::file_size(job.tmp, ec) > 0) return job;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return std::nullopt;
+}
+
+std::string long_clip(const TempDir& dir, int width = 320, int height = 240, int frames = 600) {
+  const std::string in = dir.file("long.mp4");
+  SyntheticClipSpec spec;
+  spec.width = width;
+  spec.height = height;
+  spec.frames = frames;
+  spec.codec = "libx264";
+  spec.preset = "ultrafast";
+  write_synthetic_clip(in, spec);
+  return in;
+}
+
+TEST(CliSignal, SigtermAndSighupFinaliseLikeTheFirstCtrlC) {
+  for (const int sig : {SIGTERM, SIGHUP}) {
+    SCOPED_TRACE(strsignal(sig));
+    TempDir dir;
+    const std::string in = long_clip(dir), out = dir.file("out.mp4");
+    std::optional<RunningJob> job = start_long_job(dir, in, out);
+    if (!job) GTEST_SKIP() << "the run ended before the signal could be sent";
+    ASSERT_EQ(::kill(job->process->pid(), sig), 0);
+    const CliResult r = job->process->wait();
+    ASSERT_FALSE(r.timed_out) << r.describe();
+    ASSERT_TRUE(r.exited) << "killed by the signal instead of finishing: " << r.describe();
+    if (r.exit_code == 0) GTEST_SKIP() << "the run finished before the signal was handled";
+    EXPECT_EQ(r.exit_code, 128 + sig) << r.describe();
+    const size_t n = frames_in(out);  // an mp4 reads back only when finalised
+    EXPECT_GT(n, 0u);
+    EXPECT_LT(n, 600u);
+    EXPECT_EQ(dir.listing(), (std::vector<std::string>{"long.mp4", "out.mp4"}));
+  }
+}
+
+TEST(CliSignal, SecondSignalEndsAtOnceAndLeavesNoTemporaryFile) {
+  int completed_first = 0;
+  for (const auto& [first, second] : {std::pair{SIGINT, SIGINT}, std::pair{SIGTERM, SIGTERM}, std::pair{SIGHUP, SIGINT}}) {
+    SCOPED_TRACE(std::string(strsignal(first)) + " then " + strsignal(second));
+    TempDir dir;
+    // Large frames under a heavy CPU blur, 8 in flight: finishing them after
+    // the first signal takes far longer than the pause before the second.
+    const std::string in = long_clip(dir, 1280, 720, 120), out = dir.file("out.mp4");
+    const std::string before = bytes_of(in);
+    std::optional<RunningJob> job = start_long_job(dir, in, out, "gblur=sigma=90", 8);
+    if (!job) GTEST_SKIP() << "the run ended before the signals could be sent";
+    ASSERT_EQ(::kill(job->process->pid(), first), 0);
+    // Two equal signals sent at once may arrive as one: let the first be handled.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    ASSERT_EQ(::kill(job->process->pid(), second), 0);
+    const CliResult r = job->process->wait();
+    ASSERT_FALSE(r.timed_out) << r.describe();
+    ASSERT_TRUE(r.exited) << r.describe();
+    if (r.exit_code == 0) GTEST_SKIP() << "the run finished before the signals were handled";
+    EXPECT_EQ(r.exit_code, 128 + second) << "not ended by the second signal: " << r.describe();
+    // No hidden temporary file; an output is there only when it was complete
+    // (renamed) before the second signal came.
+    for (const std::string& name : dir.listing()) EXPECT_NE(name.rfind(".out.mp4.streamblur", 0), 0u) << name;
+    if (fs::exists(out)) {
+      ++completed_first;
+      EXPECT_GT(frames_in(out), 0u);
+    }
+    EXPECT_EQ(bytes_of(in), before);
+  }
+  EXPECT_LT(completed_first, 3) << "every run finished before its second signal: the removal was never exercised";
+}
+
+TEST(CliHostileInput, PngSignatureAloneIsOneErrorLineNotAnAbort) {
+  TempDir dir;
+  const std::string in = dir.file("s.png");
+  std::ofstream(in, std::ios::binary) << std::string("\x89PNG\r\n\x1a\n", 8);
+  expect_bad_input(dir, {in, dir.file("o.png"), "-y", "--backend", "cpu"}, {"s.png"}, {in});
+}
+
+TEST(CliHostileInput, TruncatedFfv1MatroskaNeverAborts) {
+  TempDir dir;
+  const std::string full = dir.file("full.mkv"), in = dir.file("cut.mkv");
+  write_synthetic_clip(full, small_clip(4));
+  const std::string bytes = bytes_of(full);
+  for (const size_t keep : {std::size_t{300}, std::size_t{900}, std::size_t{1500}}) {
+    std::ofstream(in, std::ios::binary | std::ios::trunc) << bytes.substr(0, std::min(keep, bytes.size()));
+    const CliResult r = run_cli({in, dir.file("out.mkv"), "-y", "--backend", "cpu", "-q"});
+    SCOPED_TRACE("first " + std::to_string(keep) + " bytes");
+    ASSERT_FALSE(r.timed_out) << r.describe();
+    ASSERT_TRUE(r.exited) << "crashed: " << r.describe();
+    if (r.exit_code != 0) {
+      expect_clean_failure(r, {"cut.mkv"}, true);
+      EXPECT_FALSE(fs::exists(dir.file("out.mkv")));
+    }
+    std::error_code ec;
+    fs::remove(dir.file("out.mkv"), ec);
+  }
+}
+
+// A palette PNG made with FFmpeg's own png encoder: left half palette entry
+// 0 (opaque red), right half entry 1 (opaque blue).
+void write_pal8_png(const std::string& path, int w, int h) {
+  const AVCodec* codec = avcodec_find_encoder(AV_CODEC_ID_PNG);
+  ASSERT_NE(codec, nullptr);
+  AVCodecContext* ctx = avcodec_alloc_context3(codec);
+  ctx->width = w;
+  ctx->height = h;
+  ctx->pix_fmt = AV_PIX_FMT_PAL8;
+  ctx->time_base = AVRational{1, 25};
+  ASSERT_EQ(avcodec_open2(ctx, codec, nullptr), 0);
+  AVFrame* f = av_frame_alloc();
+  f->width = w;
+  f->height = h;
+  f->format = AV_PIX_FMT_PAL8;
+  ASSERT_EQ(av_frame_get_buffer(f, 0), 0);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) f->data[0][y * f->linesize[0] + x] = x < w / 2 ? 0 : 1;
+  auto* pal = reinterpret_cast<uint32_t*>(f->data[1]);
+  for (int i = 0; i < 256; ++i) pal[i] = 0xff000000u;
+  pal[0] = 0xffff0000u;  // ARGB: red
+  pal[1] = 0xff0000ffu;  // blue
+  ASSERT_EQ(avcodec_send_frame(ctx, f), 0);
+  ASSERT_EQ(avcodec_send_frame(ctx, nullptr), 0);
+  AVPacket* pkt = av_packet_alloc();
+  ASSERT_EQ(avcodec_receive_packet(ctx, pkt), 0);
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(pkt->data), pkt->size);
+  av_packet_free(&pkt);
+  av_frame_free(&f);
+  avcodec_free_context(&ctx);
+}
+
+TEST(CliHostileInput, PalettePngIsBlurredAsRgbaWithANote) {
+  TempDir dir;
+  const std::string in = dir.file("pal.png"), out = dir.file("out.png");
+  write_pal8_png(in, 64, 48);
+  {
+    MediaReader check(in);
+    ASSERT_EQ(check.video().pix_fmt, AV_PIX_FMT_PAL8) << "the test image is not a palette image";
+  }
+  const CliResult r = run_cli({in, out, "--backend", "cpu", "--vf", "gblur=sigma=2"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.describe();
+  EXPECT_TRUE(contains(r.err, "pal8")) << "no note about the palette: " << r.describe();
+  MediaReader rd(out);
+  DecodedFrame f;
+  ASSERT_TRUE(rd.read(f));
+  ASSERT_EQ(f.frame->format, AV_PIX_FMT_RGBA);
+  auto px = [&](int x, int y) { return f.frame->data[0] + y * f.frame->linesize[0] + 4 * x; };
+  // Far from the edge between the halves the colours stay; at it they mix.
+  EXPECT_EQ(px(2, 20)[0], 255);
+  EXPECT_EQ(px(2, 20)[2], 0);
+  EXPECT_EQ(px(61, 20)[0], 0);
+  EXPECT_EQ(px(61, 20)[2], 255);
+  EXPECT_GT(px(31, 20)[0], 60);
+  EXPECT_GT(px(31, 20)[2], 20);
+  EXPECT_EQ(px(31, 20)[3], 255);
+}
+
+TEST(CliHostileInput, BadPresetIsReportedOnce) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  SyntheticClipSpec spec = small_clip(3);
+  spec.width = 64;
+  spec.height = 48;
+  write_synthetic_clip(in, spec);
+  const CliResult r = run_cli({in, dir.file("out.mp4"), "--preset", "nosuch", "--backend", "cpu"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  size_t ours = 0, x264_lines = 0;
+  for (const std::string& l : lines_of(r.err)) {
+    ours += l.rfind("streamblur: error: ", 0) == 0;
+    x264_lines += contains(l, "x264 [error]");
+  }
+  EXPECT_EQ(ours, 1u) << r.describe();
+  EXPECT_LE(x264_lines, 1u) << "the encoder was opened more than once: " << r.describe();
+  EXPECT_TRUE(contains(r.err, "nosuch")) << r.describe();
+  EXPECT_EQ(dir.listing(), std::vector<std::string>{"in.mkv"});
+}
+
+TEST(CliHostileInput, SpecErrorsStayOneShortLine) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  write_synthetic_clip(in, small_clip(2));
+  const std::string huge = "gblur=sigma=" + std::string(100000, '7') + "x";
+  const std::vector<std::string> specs = {"gblur=sigma=2,\n,boxblur", "gblur\n=sigma=2\n:nope=1", huge,
+                                          "boxblur=radius=\x01\x02", "gblur=" + std::string(5000, ':')};
+  for (const std::string& spec : specs) {
+    const CliResult r = run_cli({in, dir.file("out.mkv"), "--vf", spec, "-q"});
+    SCOPED_TRACE(spec.substr(0, 40));
+    expect_clean_failure(r, {}, true);
+    EXPECT_LT(r.err.size(), 400u) << "the error echoes too much: " << r.err.size() << " bytes";
+    for (char c : r.err.substr(0, r.err.size() - 1))
+      EXPECT_TRUE(c != '\n' && (static_cast<unsigned char>(c) >= 0x20)) << "raw control byte in: " << r.err;
+  }
+  EXPECT_EQ(dir.listing(), std::vector<std::string>{"in.mkv"});
 }
 
 }  // namespace

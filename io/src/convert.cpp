@@ -39,8 +39,17 @@ bool is_gray(AVPixelFormat f) {
 
 }  // namespace
 
+bool can_convert_to(AVPixelFormat format) {
+  return av_pix_fmt_desc_get(format) && sws_isSupportedOutput(format) > 0;
+}
+
 FrameConverter::FrameConverter(int width, int height, AVPixelFormat from, AVPixelFormat to)
     : width_(width), height_(height), from_(from), to_(to) {
+  // swscale asserts (aborts the process) on formats it does not know.
+  if (width <= 0 || height <= 0 || !av_pix_fmt_desc_get(from) || !av_pix_fmt_desc_get(to) ||
+      !sws_isSupportedInput(from) || !sws_isSupportedOutput(to))
+    throw std::runtime_error("cannot convert " + std::to_string(width) + "x" + std::to_string(height) + " " +
+                             fmt_name(from) + " to " + fmt_name(to) + ": not a conversion swscale can do");
   sws_ = sws_getContext(width, height, from, width, height, to, SWS_BICUBIC | SWS_ACCURATE_RND, nullptr, nullptr,
                         nullptr);
   if (!sws_)

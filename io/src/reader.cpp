@@ -2,6 +2,7 @@
 
 extern "C" {
 #include <libavutil/avutil.h>
+#include <libavutil/imgutils.h>
 #include <libavutil/pixdesc.h>
 }
 
@@ -172,6 +173,17 @@ void MediaReader::Impl::open() {
   else if (info.duration_seconds > 0 && info.frame_rate.num > 0)
     info.frame_count_estimate = static_cast<int64_t>(std::llround(info.duration_seconds * av_q2d(info.frame_rate)));
   info.codec_name = decoder->name;
+  // A damaged header can leave the decoder without a size or pixel format;
+  // nothing downstream can work without them (swscale asserts on "none").
+  if (info.width <= 0 || info.height <= 0 ||
+      av_image_check_size(static_cast<unsigned>(info.width), static_cast<unsigned>(info.height), 0, nullptr) < 0)
+    throw AVError("cannot decode the video of " + in_quotes(path) + ": no valid picture size (" +
+                      std::to_string(info.width) + "x" + std::to_string(info.height) + "; damaged or truncated header?)",
+                  AVERROR_INVALIDDATA);
+  if (info.pix_fmt == AV_PIX_FMT_NONE || !av_pix_fmt_desc_get(info.pix_fmt))
+    throw AVError("cannot decode the video of " + in_quotes(path) +
+                      ": the decoder reports no pixel format (damaged or truncated header?)",
+                  AVERROR_INVALIDDATA);
 }
 
 void MediaReader::Impl::note_packet_end(const AVPacket& p) {
@@ -219,6 +231,10 @@ bool MediaReader::Impl::read(DecodedFrame& out) {
     int rc = avcodec_receive_frame(dec.get(), frame.get());
     if (rc == 0) {
       consecutive_decode_errors = 0;
+      if (frame->width <= 0 || frame->height <= 0 || frame->format < 0)
+        throw AVError("cannot decode the video of " + in_quotes(path) + ": the decoder gave a frame with no size or " +
+                          "pixel format (damaged input?)",
+                      AVERROR_INVALIDDATA);
       if (frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT))
         warn("frame at pts " + std::to_string(frame->best_effort_timestamp) + " was decoded with errors");
       frame->pts = frame->best_effort_timestamp;

@@ -10,6 +10,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cstdio>
+#include <cctype>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -150,6 +151,16 @@ AVCodecContextPtr MediaWriter::Impl::try_open_encoder(const AVCodec* codec, cons
   return ctx;
 }
 
+// Whether an encoder's refusal is about the time base or frame rate (the
+// only failure a retry with another time base can mend).
+static bool mentions_time_base(const std::string& said) {
+  std::string low;
+  for (char c : said) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* key : {"timebase", "time base", "time_base", "fps", "frame rate", "framerate"})
+    if (low.find(key) != std::string::npos) return true;
+  return false;
+}
+
 void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, const EncoderOptions& options) {
   const AVFormatContext* in = input.format_context();
   const int in_video = input.video_stream_index();
@@ -194,10 +205,13 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
   AVRational tb = valid_rational(input_video_tb) ? input_video_tb : av_inv_q(vinfo.frame_rate);
   if (!valid_rational(tb)) tb = AVRational{1, 25};
   enc = try_open_encoder(codec, first, options, tb, vinfo.frame_rate, sar, rc, leftover);
-  if (rc < 0) {
+  std::string said = rc < 0 ? take_last_log_error() : std::string();  // e.g. libx264: "width not divisible by 2"
+  // Without FFmpeg's log captured (install_log_capture) the reason is unknown: retry then too.
+  if (rc < 0 && (said.empty() || mentions_time_base(said))) {
     // Some encoders limit the time base (mpeg4: denominator <= 65535, mpeg2:
     // standard rates). Retry with one derived from the frame rate; pts are
-    // rescaled, exactly for constant-rate input.
+    // rescaled, exactly for constant-rate input. Only then: any other failure
+    // (a bad preset, say) would fail again and be reported twice.
     AVRational fallback{0, 1};
     if (valid_rational(vinfo.frame_rate)) {
       av_reduce(&fallback.num, &fallback.den, vinfo.frame_rate.den, vinfo.frame_rate.num, 65535);
@@ -215,6 +229,8 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
         enc = std::move(retry);
         rc = rc2;
         leftover = leftover2;
+      } else {
+        said = take_last_log_error();
       }
     }
   }
@@ -224,7 +240,6 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
     if (!options.preset.empty()) asked += "preset " + in_quotes(options.preset);
     if (options.crf >= 0) asked += std::string(asked.empty() ? "" : ", ") + "crf " + std::to_string(options.crf);
     for (const auto& [k, v] : options.options) asked += std::string(asked.empty() ? "" : ", ") + k + "=" + v;
-    const std::string said = take_last_log_error();  // e.g. libx264: "width not divisible by 2"
     throw_av_error(rc, "avcodec_open2", __FILE__, __LINE__,
                    "cannot open encoder " + in_quotes(codec->name) + (asked.empty() ? "" : " (" + asked + ")") +
                        " for " + std::to_string(first.width) + "x" + std::to_string(first.height) + " " +

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <cstdio>
 #include <stdexcept>
 
 namespace streamblur {
@@ -16,6 +17,31 @@ const char* backend_name(Backend b) { return b == Backend::Cuda ? "cuda" : "cpu"
 namespace {
 
 [[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
+
+// User text inside an error message: quoted, control and non-ASCII bytes
+// escaped (so the message stays one line), and shortened to `max` characters
+// of the original with its length said (a 100 KB spec is not echoed whole).
+std::string quoted(const std::string& text, std::size_t max = 40) {
+  std::string out = "'";
+  const std::size_t n = std::min(text.size(), max);
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += "'";
+  if (text.size() > max) out += "... (" + std::to_string(text.size()) + " characters)";
+  return out;
+}
 
 std::string format_number(double v) {
   std::ostringstream s;
@@ -41,7 +67,7 @@ unsigned parse_planes(const std::string& filter, const std::string& text) {
   char* end = nullptr;
   const long v = std::strtol(text.c_str(), &end, 0);
   if (end == text.c_str() || *end != '\0' || v < 0 || v > 15)
-    fail(filter + ": bad planes value '" + text + "' (expected all, a subset of 'yuva', 'rgb', or a mask 0..15)");
+    fail(filter + ": bad planes value " + quoted(text) + " (expected all, a subset of 'yuva', 'rgb', or a mask 0..15)");
   // plane-index mask as in FFmpeg: bit 0 = Y (or RGB), 1 = U, 2 = V, 3 = A
   mask = 0;
   if (v & 1) mask |= kCompY | kCompRGB;
@@ -60,12 +86,12 @@ double parse_value(const std::string& filter, const OptionSpec& o, const std::st
     char* end = nullptr;
     v = std::strtod(text.c_str(), &end);
     if (text.empty() || end == text.c_str() || *end != '\0' || !std::isfinite(v))
-      fail(filter + ": option '" + o.name + "' needs a number, got '" + text + "'");
+      fail(filter + ": option '" + o.name + "' needs a number, got " + quoted(text));
   }
   if ((o.type == OptionType::Int || o.type == OptionType::Bool) && v != std::floor(v))
-    fail(filter + ": option '" + o.name + "' needs a whole number, got '" + text + "'");
+    fail(filter + ": option '" + o.name + "' needs a whole number, got " + quoted(text));
   if (v < o.min || v > o.max)
-    fail(filter + ": option '" + o.name + "' value " + text + " is out of range [" + format_number(o.min) + ", " +
+    fail(filter + ": option '" + o.name + "' value " + quoted(text) + " is out of range [" + format_number(o.min) + ", " +
          format_number(o.max) + "]");
   return v;
 }
@@ -121,7 +147,7 @@ std::string filter_list() {
 
 std::string filter_help(const std::string& name) {
   const FilterInfo* f = find_filter(name);
-  if (!f) fail("unknown filter '" + name + "' (see --list-filters)");
+  if (!f) fail("unknown filter " + quoted(name) + " (see --list-filters)");
   std::ostringstream s;
   s << f->name << ": " << f->help << "\nOptions (name=value, separated by ':'; positional values in this order):\n";
   for (const OptionSpec& o : f->options) {
@@ -137,11 +163,11 @@ std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec) {
   if (trim(spec).empty()) return chain;
   for (const std::string& raw : split(spec, ',')) {
     const std::string item = trim(raw);
-    if (item.empty()) fail("empty filter in chain '" + spec + "'");
+    if (item.empty()) fail("empty filter in chain " + quoted(spec) + " (a ',' with nothing before or after it)");
     const size_t eq = item.find('=');
     const std::string name = trim(item.substr(0, eq));
     const FilterInfo* info = find_filter(name);
-    if (!info) fail("unknown filter '" + name + "' (see --list-filters)");
+    if (!info) fail("unknown filter " + quoted(name) + " (see --list-filters)");
     FilterInstanceSpec inst{info, {}};
     for (const OptionSpec& o : info->options) inst.values[o.name] = o.default_value;
     if (eq != std::string::npos) {
@@ -153,8 +179,8 @@ std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec) {
         const OptionSpec* opt = nullptr;
         std::string value;
         if (e == std::string::npos) {  // positional
-          if (named_seen) fail(name + ": positional value '" + kv + "' after a named option");
-          if (position >= info->options.size()) fail(name + ": too many values ('" + kv + "')");
+          if (named_seen) fail(info->name + ": positional value " + quoted(kv) + " after a named option");
+          if (position >= info->options.size()) fail(info->name + ": too many values (" + quoted(kv) + ")");
           opt = &info->options[position++];
           value = kv;
         } else {
@@ -163,9 +189,9 @@ std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec) {
           value = trim(kv.substr(e + 1));
           for (const OptionSpec& o : info->options)
             if (o.name == key) opt = &o;
-          if (!opt) fail(name + ": unknown option '" + key + "' (see --help-filter " + name + ")");
+          if (!opt) fail(info->name + ": unknown option " + quoted(key) + " (see --help-filter " + info->name + ")");
         }
-        inst.values[opt->name] = parse_value(name, *opt, value);
+        inst.values[opt->name] = parse_value(info->name, *opt, value);
       }
     }
     inst.info->create(inst.values);  // validates option combinations now, not at the first frame

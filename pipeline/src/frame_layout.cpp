@@ -79,6 +79,9 @@ AVPixelFormat nearest_native_format(AVPixelFormat format) {
   if (native_layout(format, 2, 2)) return format;
   const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(format);
   if (!d) return AV_PIX_FMT_YUV420P;
+  // Palette images: the palette may hold alpha; blurring mixes colours, so
+  // they are filtered as RGBA (and cannot be written back as a palette).
+  if (d->flags & AV_PIX_FMT_FLAG_PAL) return AV_PIX_FMT_RGBA;
   const bool deep = d->comp[0].depth > 8;
   if (d->nb_components <= 2 && !(d->flags & AV_PIX_FMT_FLAG_RGB)) return deep ? AV_PIX_FMT_GRAY16LE : AV_PIX_FMT_GRAY8;
   if (d->flags & AV_PIX_FMT_FLAG_RGB) return (d->flags & AV_PIX_FMT_FLAG_ALPHA) ? AV_PIX_FMT_RGBA : AV_PIX_FMT_RGB24;

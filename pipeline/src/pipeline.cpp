@@ -29,6 +29,7 @@ extern "C" {
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/cuda_convert.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
+#include "streamblur/pipeline/temp_outputs.hpp"
 
 namespace streamblur {
 namespace fs = std::filesystem;
@@ -293,7 +294,6 @@ io::AVBufferRefPtr Pipeline::nvdec_device(const AVCodecParameters& par, const AV
     note_("decode: cpu (" + why + ")");
     return nullptr;
   };
-  if (!cuda_startup_.valid()) return refuse("the cpu backend is in use");
   const CudaStartup& cs = cuda_startup_.get();
   if (!cs.error.empty()) {
     if (required || opt_.backend == BackendChoice::Cuda) throw std::runtime_error(cs.error);
@@ -316,9 +316,11 @@ io::AVBufferRefPtr Pipeline::nvdec_device(const AVCodecParameters& par, const AV
 void Pipeline::open_input() {
   io::ReaderOptions ropt;
   ropt.decoder_threads = opt_.decoder_threads;
-  if (opt_.hwdec != HwDecode::None) {
-    if (opt_.hwdec == HwDecode::Nvdec && opt_.backend == BackendChoice::Cpu)
-      throw std::invalid_argument("--hwdec nvdec needs the cuda backend (frames stay in device memory)");
+  if (opt_.hwdec == HwDecode::Nvdec && opt_.backend == BackendChoice::Cpu)
+    throw std::invalid_argument("--hwdec nvdec needs the cuda backend (frames stay in device memory)");
+  // NVDEC only where CUDA is started at all (the cpu backend, or nothing to
+  // do on the GPU, decodes on the CPU without a note).
+  if (opt_.hwdec != HwDecode::None && cuda_startup_.valid()) {
     ropt.hw_device = [this](const AVCodecParameters& par, const AVCodec& dec) { return nvdec_device(par, dec); };
     // Surfaces held at once: one per slot, one in the decode node, one being decoded into.
     ropt.extra_hw_frames = opt_.inflight + 2;
@@ -365,9 +367,14 @@ void Pipeline::make_slots() {
   // Processing format: native, or the nearest native one (swscale in and back).
   proc_fmt_ = nearest_native_format(vinfo_->pix_fmt);
   stats_.processing_format = pixel_format_name(proc_fmt_);
+  bool convert_back = false;
   if (proc_fmt_ != vinfo_->pix_fmt) {
+    convert_back = !opt_.frame_sink && io::can_convert_to(vinfo_->pix_fmt);
     note_("note: pixel format " + stats_.input_format + " is converted to " + stats_.processing_format +
-          " for filtering and back");
+          (convert_back ? " for filtering and back"
+                        : opt_.frame_sink ? " for filtering"
+                                          : " for filtering; it cannot be converted back, so the output keeps " +
+                                                stats_.processing_format + " (or the encoder's nearest format)"));
     to_proc_ = std::make_unique<io::FrameConverter>(vinfo_->width, vinfo_->height, vinfo_->pix_fmt, proc_fmt_);
   }
   layout_ = *native_layout(proc_fmt_, vinfo_->width, vinfo_->height);
@@ -393,7 +400,7 @@ void Pipeline::make_slots() {
       s->ev_downloaded.emplace(cudaEventDefault);
       device_bytes += s->bytes + s->chain.device_bytes();
     }
-    if (to_proc_ && !opt_.frame_sink)
+    if (convert_back)
       s->back = std::make_unique<io::FrameConverter>(vinfo_->width, vinfo_->height, proc_fmt_, vinfo_->pix_fmt);
     slots_.push_back(std::move(s));
   }
@@ -703,13 +710,21 @@ RunStats Pipeline::run() {
   stats_.decoder = vinfo_->hw_decode ? "nvdec" : "cpu";
   make_slots();
   prepare_output();
+  // Removes the temporary output on every way out but success; a signal
+  // handler that must end the program at once finds it in the registry.
   struct TempGuard {
     std::string path;
+    int slot = register_temp_output(path);
+    void release() {
+      path.clear();
+      unregister_temp_output(slot);
+    }
     ~TempGuard() {
       if (!path.empty()) {
         std::error_code ec;
         fs::remove(path, ec);
       }
+      unregister_temp_output(slot);
     }
   } temp_guard{tmp_path_};
 
@@ -758,7 +773,7 @@ RunStats Pipeline::run() {
     std::error_code ec;
     fs::rename(tmp_path_, opt_.output, ec);
     if (ec) throw std::runtime_error("cannot move the finished output to '" + opt_.output + "': " + ec.message());
-    temp_guard.path.clear();
+    temp_guard.release();
   }
   stats_.finish_s = seconds(Clock::now() - t_finish);
   RunStats st = collect_stats();

@@ -118,3 +118,19 @@ def test_process_video_missing_input(tmp_path):
 def test_reference_rejects_bad_sigma():
     with pytest.raises(ValueError, match="out of range"):
         streamblur._reference_gaussian_blur(img8(), 0.0)
+
+
+def test_process_video_on_a_bare_png_signature_raises_instead_of_aborting(tmp_path):
+    # swscale used to assert (abort the interpreter) on a stream with no size or pixel format.
+    src = tmp_path / "s.png"
+    src.write_bytes(b"\x89PNG\r\n\x1a\n")
+    with pytest.raises(RuntimeError, match="s.png"):
+        streamblur.process_video(src, tmp_path / "o.png", backend="cpu")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.png"]
+
+
+def test_chain_spec_error_is_one_short_line():
+    with pytest.raises(ValueError) as e:
+        streamblur.Chain("gblur=sigma=" + "7" * 100000 + "x\n")
+    msg = str(e.value)
+    assert "\n" not in msg and len(msg) < 300, msg

@@ -7,6 +7,9 @@ extern "C" struct SwsContext;
 
 namespace streamblur::io {
 
+// Whether swscale can write `format` (it cannot write palettes, for one).
+bool can_convert_to(AVPixelFormat format);
+
 class FrameConverter {
  public:
   FrameConverter(int width, int height, AVPixelFormat from, AVPixelFormat to);
