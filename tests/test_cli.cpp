@@ -804,4 +804,90 @@ TEST(CliHostileInput, SpecErrorsStayOneShortLine) {
   EXPECT_EQ(dir.listing(), std::vector<std::string>{"in.mkv"});
 }
 
+
+// Mutants of the suite's own tiny clips through the real binary: byte flips,
+// truncation, a removed or a duplicated chunk. Whatever the bytes, the run
+// ends by itself (no signal, no hang), fails with one error line or succeeds,
+// and leaves nothing but a finished output behind. STREAMBLUR_TEST_SEED
+// replays a run; STREAMBLUR_MUTANTS sets how many per clip.
+TEST(CliMutants, DamagedInputsNeverCrashHangOrLeaveFiles) {
+  TempDir dir;
+  struct Source { std::string name; SyntheticClipSpec spec; };
+  std::vector<Source> sources;
+  auto add = [&](const std::string& name, const std::string& codec, AVPixelFormat fmt, bool audio) {
+    SyntheticClipSpec s = small_clip(3);
+    s.width = 48;
+    s.height = 32;
+    s.codec = codec;
+    s.pix_fmt = fmt;
+    s.audio = audio;
+    s.audio_codec = "pcm_s16le";
+    if (codec == "libx264") s.preset = "ultrafast";
+    sources.push_back({name, s});
+  };
+  add("a.mkv", "ffv1", AV_PIX_FMT_YUV420P, true);
+  add("b.mp4", "libx264", AV_PIX_FMT_YUV420P, false);
+  add("c.avi", "mpeg4", AV_PIX_FMT_YUV420P, true);
+  add("d.png", "png", AV_PIX_FMT_RGB24, false);
+  const char* seed_env = std::getenv("STREAMBLUR_TEST_SEED");
+  const unsigned seed = seed_env ? static_cast<unsigned>(std::strtoul(seed_env, nullptr, 10)) : std::random_device{}();
+  const char* count_env = std::getenv("STREAMBLUR_MUTANTS");
+  const int per_clip = count_env ? std::atoi(count_env) : 60;
+  SCOPED_TRACE("STREAMBLUR_TEST_SEED=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  int runs = 0, crashes = 0, hangs = 0, leftovers = 0, successes = 0;
+  for (const Source& src : sources) {
+    const std::string clean = dir.file("clean-" + src.name);
+    write_synthetic_clip(clean, src.spec);
+    const std::string bytes = bytes_of(clean);
+    fs::remove(clean);
+    const std::string ext = fs::path(src.name).extension().string();
+    for (int i = 0; i < per_clip; ++i) {
+      std::string m = bytes;
+      auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n ? n - 1 : 0)(rng); };
+      switch (i % 4) {
+        case 0:  // byte flips
+          for (int k = 0, n = 1 + static_cast<int>(pick(8)); k < n && !m.empty(); ++k) m[pick(m.size())] ^= 1 << pick(8);
+          break;
+        case 1:  // truncation
+          m.resize(pick(m.size()));
+          break;
+        case 2: {  // a chunk removed
+          const size_t at = pick(m.size()), len = std::min(m.size() - at, 1 + pick(64));
+          m.erase(at, len);
+          break;
+        }
+        default: {  // a chunk duplicated
+          const size_t at = pick(m.size()), len = std::min(m.size() - at, 1 + pick(64));
+          m.insert(at, m.substr(at, len));
+          break;
+        }
+      }
+      const std::string in = dir.file("m" + ext), out = dir.file("out" + ext);
+      std::ofstream(in, std::ios::binary | std::ios::trunc) << m;
+      const CliResult r = CliProcess({in, out, "-y", "-q", "--backend", "cpu", "--vf", "gblur=sigma=1"}, capture_dir())
+                              .wait(std::chrono::seconds(30));
+      ++runs;
+      const std::string what = src.name + " mutant " + std::to_string(i) + ": " + r.describe();
+      if (r.timed_out) { ++hangs; ADD_FAILURE() << "hang: " << what; }
+      else if (!r.exited) { ++crashes; ADD_FAILURE() << "crash: " << what; }
+      else if (r.exit_code == 0) ++successes;
+      else {
+        EXPECT_EQ(r.exit_code, 1) << what;
+        EXPECT_EQ(lines_of(r.err).size(), 1u) << what;
+        EXPECT_EQ(r.err.rfind("streamblur: error: ", 0), 0u) << what;
+      }
+      std::vector<std::string> expected{fs::path(in).filename().string()};
+      if (r.exited && r.exit_code == 0) expected.push_back(fs::path(out).filename().string());
+      std::sort(expected.begin(), expected.end());
+      if (dir.listing() != expected) { ++leftovers; ADD_FAILURE() << "left behind: " << what; }
+      std::error_code ec;
+      fs::remove(out, ec);
+      fs::remove(in, ec);
+    }
+  }
+  std::printf("mutants: %d runs, %d succeeded, %d crashes, %d hangs, %d left files behind (seed %u)\n", runs,
+              successes, crashes, hangs, leftovers, seed);
+}
+
 }  // namespace

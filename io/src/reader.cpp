@@ -68,11 +68,14 @@ struct MediaReader::Impl {
 
   void warn(const std::string& what) {
     const int n = ++warning_count;
-    if (n <= kMaxPrintedWarnings) {
-      std::fprintf(stderr, "warning: %s: %s; continuing\n", path.c_str(), what.c_str());
-    } else if (n == kMaxPrintedWarnings + 1) {
-      std::fprintf(stderr, "warning: %s: more warnings follow, no longer printed; continuing\n", path.c_str());
-    }
+    std::string line;
+    if (n <= kMaxPrintedWarnings)
+      line = "warning: " + path + ": " + what + "; continuing";
+    else if (n == kMaxPrintedWarnings + 1)
+      line = "warning: " + path + ": more warnings follow, no longer printed; continuing";
+    if (line.empty()) return;
+    if (options.warn) options.warn(line);
+    else std::fprintf(stderr, "%s\n", line.c_str());
   }
 
   void open();
@@ -84,7 +87,14 @@ struct MediaReader::Impl {
 
 void MediaReader::Impl::open() {
   AVFormatContext* raw = nullptr;
-  int rc = avformat_open_input(&raw, path.c_str(), nullptr, nullptr);
+  if (options.custom_io) {
+    raw = avformat_alloc_context();
+    if (!raw) throw std::bad_alloc();
+    raw->pb = options.custom_io;
+    raw->flags |= AVFMT_FLAG_CUSTOM_IO;
+  }
+  // On failure avformat_open_input frees the context (not a custom AVIOContext).
+  int rc = avformat_open_input(&raw, options.custom_io ? "" : path.c_str(), nullptr, nullptr);
   if (rc < 0) {
     std::error_code ec;
     std::string ctx = "cannot open input " + in_quotes(path);

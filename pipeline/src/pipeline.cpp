@@ -316,6 +316,7 @@ io::AVBufferRefPtr Pipeline::nvdec_device(const AVCodecParameters& par, const AV
 void Pipeline::open_input() {
   io::ReaderOptions ropt;
   ropt.decoder_threads = opt_.decoder_threads;
+  ropt.warn = [this](const std::string& line) { note_(line); };
   if (opt_.hwdec == HwDecode::Nvdec && opt_.backend == BackendChoice::Cpu)
     throw std::invalid_argument("--hwdec nvdec needs the cuda backend (frames stay in device memory)");
   // NVDEC only where CUDA is started at all (the cpu backend, or nothing to

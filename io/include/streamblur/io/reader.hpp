@@ -40,6 +40,12 @@ struct ReaderOptions {
   int decoder_threads = 0;  // 0 = FFmpeg's automatic choice (frame + slice threads)
   HwDeviceProvider hw_device;  // empty: CPU decoding
   int extra_hw_frames = 8;     // decoder surfaces beyond its own references (frames the caller holds at once)
+  // Read through this instead of opening the path (the path then only names
+  // the input in messages): bytes in memory, a pipe, ... The caller keeps it
+  // alive while the reader lives and frees it afterwards.
+  AVIOContext* custom_io = nullptr;
+  // Where warnings about damaged input go (one line each, "warning: ..."); empty: stderr.
+  std::function<void(const std::string&)> warn;
 };
 
 class MediaReader {
