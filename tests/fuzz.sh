@@ -5,7 +5,7 @@
 # seed corpora made at build time. Any crash, leak, sanitizer report or
 # timeout fails the run; libFuzzer then leaves the input as crash-*/leak-*/
 # timeout-* in the work folder: copy it into tests/fuzz/regressions/NAME/.
-#   tests/fuzz.sh            # FUZZ_SECONDS=60 by default
+#   tests/fuzz.sh            # FUZZ_SECONDS=60, FUZZ_SEED=1 by default (a fixed seed: CI runs repeat)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -39,7 +39,7 @@ for name in filter_spec reader pipeline; do
   maxlen=65536
   [ "$name" = filter_spec ] && maxlen=4096
   echo "fuzz.sh: $name: fuzzing for ${seconds}s"
-  (cd "$work/$name" && "$root/$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len="$maxlen" \
+  (cd "$work/$name" && "$root/$bin" -seed="${FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len="$maxlen" \
      -print_final_stats=1 corpus > fuzz.log 2>&1) \
     || { tail -60 "$work/$name/fuzz.log"; echo "fuzz.sh: $name found a problem; the input is in $work/$name" >&2; exit 1; }
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$name/fuzz.log" | grep -o '[0-9]*$' || echo "?")

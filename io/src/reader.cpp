@@ -31,6 +31,25 @@ constexpr int kMaxPrintedWarnings = 20;
 
 std::string in_quotes(const std::string& path) { return "'" + path + "'"; }
 
+// A damaged stream can carry colour tags outside FFmpeg's enums (colorspace
+// 17, say); C++ may not even load such a value as the enum type. Read the raw
+// int and replace what is out of range with "unspecified", once, here.
+template <class E>
+void clamp_enum(E& field, int count, E unspecified) {
+  static_assert(sizeof(E) == sizeof(int), "FFmpeg's colour enums are ints");
+  int v = 0;
+  std::memcpy(&v, &field, sizeof v);
+  if (v < 0 || v >= count) field = unspecified;
+}
+
+void clamp_colour_tags(AVFrame& f) {
+  clamp_enum(f.color_range, AVCOL_RANGE_NB, AVCOL_RANGE_UNSPECIFIED);
+  clamp_enum(f.colorspace, AVCOL_SPC_NB, AVCOL_SPC_UNSPECIFIED);
+  clamp_enum(f.color_primaries, AVCOL_PRI_NB, AVCOL_PRI_UNSPECIFIED);
+  clamp_enum(f.color_trc, AVCOL_TRC_NB, AVCOL_TRC_UNSPECIFIED);
+  clamp_enum(f.chroma_location, AVCHROMA_LOC_NB, AVCHROMA_LOC_UNSPECIFIED);
+}
+
 // get_format for hardware decoding: the CUDA surface format when offered.
 // FFmpeg calls it again without that format when the hwaccel cannot be set up
 // for the stream (an unsupported profile, say); software frames follow then.
@@ -247,6 +266,7 @@ bool MediaReader::Impl::read(DecodedFrame& out) {
                       AVERROR_INVALIDDATA);
       if (frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT))
         warn("frame at pts " + std::to_string(frame->best_effort_timestamp) + " was decoded with errors");
+      clamp_colour_tags(*frame);
       frame->pts = frame->best_effort_timestamp;
       out.frame = std::move(frame);
       out.passthrough = std::move(pending_passthrough);
