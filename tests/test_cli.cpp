@@ -653,9 +653,10 @@ TEST(CliSignal, SecondSignalEndsAtOnceAndLeavesNoTemporaryFile) {
   for (const auto& [first, second] : {std::pair{SIGINT, SIGINT}, std::pair{SIGTERM, SIGTERM}, std::pair{SIGHUP, SIGINT}}) {
     SCOPED_TRACE(std::string(strsignal(first)) + " then " + strsignal(second));
     TempDir dir;
-    // Large frames under a heavy CPU blur, 8 in flight: finishing them after
-    // the first signal takes far longer than the pause before the second.
-    const std::string in = long_clip(dir, 1280, 720, 120), out = dir.file("out.mp4");
+    // Large frames under a heavy CPU blur (close to a second each on two
+    // cores): finishing even one frame in flight after the first signal takes
+    // far longer than the pause before the second.
+    const std::string in = long_clip(dir, 2560, 1440, 12), out = dir.file("out.mp4");
     const std::string before = bytes_of(in);
     std::optional<RunningJob> job = start_long_job(dir, in, out, "gblur=sigma=90", 8);
     if (!job) GTEST_SKIP() << "the run ended before the signals could be sent";
