@@ -11,7 +11,9 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/channel_layout.h>
+#include <libavutil/imgutils.h>
 #include <libavutil/log.h>
+#include <libavutil/pixdesc.h>
 }
 
 #include <algorithm>
@@ -490,7 +492,7 @@ TEST_F(CliWithInput, QuietPrintsNothing) {
 // The writer's notes ("encoder png cannot take yuv420p; converting ...") go
 // through PipelineOptions::note, so -q silences them too.
 TEST_F(CliWithInput, QuietPrintsNothingWhenTheEncoderConverts) {
-  const std::string out = dir.file("frame.png");
+  const std::string out = dir.file("frame%03d.png");
   const CliResult r = run_cli({in, out, "-q"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_TRUE(r.err.empty()) << r.describe();
@@ -498,7 +500,7 @@ TEST_F(CliWithInput, QuietPrintsNothingWhenTheEncoderConverts) {
 }
 
 TEST_F(CliWithInput, WriterNotesNameTheOutputNotItsTemporaryFile) {
-  const std::string out = dir.file("frame.png");
+  const std::string out = dir.file("frame%03d.png");
   const CliResult r = run_cli({in, out});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.err.find("converting frames to"), std::string::npos) << r.describe();
@@ -892,3 +894,120 @@ TEST(CliMutants, DamagedInputsNeverCrashHangOrLeaveFiles) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// Image sequences (issue 15): a pattern in reads every file, a pattern out
+// writes every frame, and several frames never collapse into one image.
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// in/f001.png ... in/f005.png, each frame different.
+std::string make_png_sequence(const TempDir& dir, int frames = 5) {
+  fs::create_directories(dir.path() / "in");
+  SyntheticClipSpec spec = small_clip(frames);
+  spec.codec = "png";
+  spec.pix_fmt = AV_PIX_FMT_RGB24;
+  const std::string pattern = dir.file("in/f%03d.png");
+  write_synthetic_clip(pattern, spec);
+  return pattern;
+}
+
+std::vector<std::string> names_in(const fs::path& folder) {
+  std::vector<std::string> v;
+  for (const auto& e : fs::directory_iterator(folder)) v.push_back(e.path().filename().string());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// The decoded pixels of a one-picture file, plane by plane.
+std::string picture_bytes(const std::string& path) {
+  MediaReader r(path);
+  DecodedFrame f;
+  if (!r.read(f)) return "";
+  std::string bytes;
+  const AVFrame& fr = *f.frame;
+  const int planes = av_pix_fmt_count_planes(static_cast<AVPixelFormat>(fr.format));
+  for (int p = 0; p < planes; ++p) {
+    const int row = av_image_get_linesize(static_cast<AVPixelFormat>(fr.format), fr.width, p);
+    const int rows = p == 0 ? fr.height : AV_CEIL_RSHIFT(fr.height, av_pix_fmt_desc_get(static_cast<AVPixelFormat>(fr.format))->log2_chroma_h);
+    for (int y = 0; y < rows; ++y) bytes.append(reinterpret_cast<const char*>(fr.data[p] + y * fr.linesize[p]), row);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+// The issue's case: `streamblur in/f%03d.png out/o%03d.png` on 5 frames writes
+// o001.png ... o005.png (as ffmpeg does), each the blur of its own input frame
+// (the reference: the same blur of that one file run alone), and nothing else.
+TEST(CliSequence, FivePngFramesInAndOut) {
+  TempDir dir;
+  const std::string in = make_png_sequence(dir);
+  fs::create_directories(dir.path() / "out");
+  const std::string out = dir.file("out/o%03d.png");
+  const CliResult r = run_cli({in, out, "--vf", "gblur=sigma=2", "--backend", "cpu"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(names_in(dir.path() / "out"),
+            (std::vector<std::string>{"o001.png", "o002.png", "o003.png", "o004.png", "o005.png"}));
+  EXPECT_EQ(frames_in(out), 5u);  // the pattern reads back as a 5-frame input
+  fs::create_directories(dir.path() / "ref");
+  for (int i = 1; i <= 5; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "%03d.png", i);
+    const std::string one_in = dir.file(std::string("in/f") + name), ref = dir.file(std::string("ref/r") + name);
+    const CliResult rr = run_cli({one_in, ref, "--vf", "gblur=sigma=2", "--backend", "cpu", "-q"});
+    ASSERT_EQ(rr.exit_code, 0) << rr.describe();
+    const std::string got = picture_bytes(dir.file(std::string("out/o") + name));
+    EXPECT_FALSE(got.empty());
+    EXPECT_EQ(got, picture_bytes(ref)) << "frame " << i;
+  }
+  EXPECT_NE(picture_bytes(dir.file("out/o001.png")), picture_bytes(dir.file("out/o005.png")));
+}
+
+// Several frames into one plain image name: an error naming a pattern to use,
+// and nothing written (ffmpeg's image2 would keep only the last picture).
+TEST_F(CliWithInput, SeveralFramesIntoOneImageIsAnError) {
+  expect_bad_input(dir, {in, dir.file("frame.png")}, {"frame.png", "more than one frame", "frame%03d.png"}, {in});
+}
+
+// A sequence whose first file exists is not overwritten without -y; with -y
+// it is, and no hidden folder is left behind.
+TEST(CliSequence, ExistingSequenceNeedsOverwrite) {
+  TempDir dir;
+  const std::string in = make_png_sequence(dir, 3);
+  const std::string out = dir.file("o%d.png");
+  { std::ofstream(dir.file("o1.png")) << "precious"; }
+  expect_bad_input(dir, {in, out, "--backend", "cpu"}, {"already exists", "o1.png", "-y"}, {dir.file("o1.png")});
+  const CliResult r = run_cli({in, out, "--backend", "cpu", "-y", "--vf", "boxblur=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in", "o1.png", "o2.png", "o3.png"}));
+  EXPECT_EQ(frames_in(dir.file("o1.png")), 1u);
+}
+
+// A run that fails while a sequence is written leaves no part of it: the
+// frames wait in a hidden folder that the failure removes.
+TEST(CliSequence, FailureLeavesNoPartialSequence) {
+  TempDir dir;
+  const std::string in = make_png_sequence(dir, 4);
+  // The last file is bigger: the size changes mid-stream, which fails the run
+  // after the first frames were written.
+  SyntheticClipSpec big = small_clip(1);
+  big.width = 80;
+  big.codec = "png";
+  big.pix_fmt = AV_PIX_FMT_RGB24;
+  write_synthetic_clip(dir.file("in/f004.png"), big);
+  const CliResult r = run_cli({in, dir.file("o%03d.png"), "--backend", "cpu", "--vf", "boxblur=1"});
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in"})) << r.describe();
+}
+
+// The batch mode takes a sequence like any input: DIR/<its pattern>.
+TEST(CliSequence, BatchWritesTheWholeSequence) {
+  TempDir dir;
+  const std::string in = make_png_sequence(dir, 3);
+  const CliResult r = run_cli({"batch", in, "--out-dir", dir.file("out"), "--backend", "cpu", "--vf", "boxblur=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(names_in(dir.path() / "out"),
+            (std::vector<std::string>{"f001.png", "f002.png", "f003.png", "streamblur-batch.json"}));
+}

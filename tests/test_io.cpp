@@ -8,11 +8,13 @@ extern "C" {
 #include <libavutil/channel_layout.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/log.h>
+#include <libavutil/mastering_display_metadata.h>
 #include <libavutil/pixdesc.h>
 }
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -27,6 +29,7 @@ extern "C" {
 #include "streamblur/io/av_ptr.hpp"
 #include "streamblur/io/convert.hpp"
 #include "streamblur/io/reader.hpp"
+#include "streamblur/io/stream_metadata.hpp"
 #include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/io/writer.hpp"
 
@@ -315,20 +318,20 @@ TEST(IoStill, PngInPngOut) {
   EXPECT_TRUE(same_pixels(*a.frames[0], *b.frames[0]));
 }
 
-// A clip with audio written to a single image: the image file holds the last
-// picture and nothing else (audio packets must not land in it).
-TEST(IoStill, ClipWithAudioToPng) {
+// A clip with audio written to an image sequence: the files hold the pictures
+// and nothing else (audio packets must not land in them).
+TEST(IoStill, ClipWithAudioToPngSequence) {
   TempDir dir{"streamblur_io_test"};
   SyntheticClipSpec spec;
   spec.frames = 3;
   spec.audio = true;
   spec.audio_codec = "pcm_s16le";
-  const std::string in = dir.file("a.mkv"), out = dir.file("last.png");
+  const std::string in = dir.file("a.mkv"), out = dir.file("f%d.png");
   write_synthetic_clip(in, spec);
   EncoderOptions o;
   o.codec = "png";
   EXPECT_EQ(transcode(in, out, o), 3);
-  const Decoded b = read_all(out);
+  const Decoded b = read_all(dir.file("f3.png"));
   ASSERT_EQ(b.frames.size(), 1u);
   EXPECT_EQ(b.info.width, 64);
   EXPECT_EQ(b.nb_streams, 1);
@@ -679,4 +682,283 @@ TEST(IoConvert, Yuv420To444AndBackKeepsSizePtsAndTags) {
   EXPECT_EQ(mid->pts, 1234);
   // Wrong input format is refused.
   EXPECT_THROW(up.convert(*mid, *back), std::runtime_error);
+}
+
+// ---------------------------------------------------------------------------
+// What real files carry besides pictures: rotation, chapters, field order,
+// HDR metadata, image sequences (issue 15). Read back through libavformat, as
+// ffprobe reads them.
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// The opened file's video stream and container, for what ffprobe would print.
+struct Probe {
+  AVInputFormatContextPtr fmt;
+  const AVStream* video = nullptr;
+  explicit Probe(const std::string& path) {
+    AVFormatContext* raw = nullptr;
+    AV_CHECK(avformat_open_input(&raw, path.c_str(), nullptr, nullptr));
+    fmt.reset(raw);
+    AV_CHECK(avformat_find_stream_info(raw, nullptr));
+    const int v = av_find_best_stream(raw, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+    AV_CHECK(v);
+    video = raw->streams[v];
+  }
+  double rotation(bool* has) const { return stream_rotation(*video, has); }
+  std::vector<std::string> chapter_titles() const {
+    std::vector<std::string> v;
+    for (unsigned i = 0; i < fmt->nb_chapters; ++i) {
+      const AVDictionaryEntry* e = av_dict_get(fmt->chapters[i]->metadata, "title", nullptr, 0);
+      v.push_back(e ? e->value : "");
+    }
+    return v;
+  }
+  // Chapter i's start and end in seconds.
+  std::pair<double, double> chapter_span(unsigned i) const {
+    const AVChapter* c = fmt->chapters[i];
+    return {c->start * av_q2d(c->time_base), c->end * av_q2d(c->time_base)};
+  }
+};
+
+SyntheticClipSpec x264_clip(int frames) {
+  SyntheticClipSpec spec;
+  spec.width = 64;
+  spec.height = 48;
+  spec.frames = frames;
+  spec.codec = "libx264";
+  spec.preset = "ultrafast";
+  return spec;
+}
+
+EncoderOptions x264_fast() {
+  EncoderOptions o;
+  o.codec = "libx264";
+  o.preset = "ultrafast";
+  return o;
+}
+
+}  // namespace
+
+struct RotationCase {
+  const char* ext;
+  int degrees;
+};
+
+class IoKeepsRotation : public ::testing::TestWithParam<RotationCase> {};
+
+// A phone video's display matrix (rotation=90 / 270, i.e. -90) reaches the
+// output unchanged; the pixels are not rotated.
+TEST_P(IoKeepsRotation, DisplayMatrixCopied) {
+  const RotationCase c = GetParam();
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec = x264_clip(4);
+  spec.rotation = c.degrees;
+  const std::string in = dir.file(std::string("portrait.") + c.ext), out = dir.file(std::string("out.") + c.ext);
+  write_synthetic_clip(in, spec);
+  bool has_in = false;
+  const double in_rot = Probe(in).rotation(&has_in);
+  if (!has_in)
+    GTEST_SKIP() << "this FFmpeg (" << LIBAVFORMAT_IDENT << ") does not store a display matrix in ." << c.ext;
+  // The matrix is stored as the container defines it (mov counts clockwise): ask
+  // the input what it reads as, as ffprobe does, and want the same from the output.
+  EXPECT_NEAR(std::abs(in_rot), 90, 1e-6);
+  const double expected = in_rot;
+  EXPECT_EQ(transcode(in, out, x264_fast()), 4);
+  bool has_out = false;
+  EXPECT_NEAR(Probe(out).rotation(&has_out), expected, 1e-6);
+  EXPECT_TRUE(has_out) << "the output has no display matrix";
+  const Decoded d = read_all(out);
+  EXPECT_EQ(d.info.width, 64);  // not rotated: still 64x48
+  EXPECT_EQ(d.info.height, 48);
+}
+
+INSTANTIATE_TEST_SUITE_P(Containers, IoKeepsRotation,
+                         ::testing::Values(RotationCase{"mp4", 90}, RotationCase{"mp4", 270},
+                                           RotationCase{"mkv", 90}, RotationCase{"mkv", 270},
+                                           RotationCase{"mov", 90}),
+                         [](const auto& info) {
+                           return std::string(info.param.ext) + "_" + std::to_string(info.param.degrees);
+                         });
+
+// Where the output container cannot hold the rotation (Matroska before FFmpeg
+// 6.1, image files), the user is told, not left with a sideways video.
+TEST(IoKeeps, RotationIntoContainerWithoutItIsNoted) {
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec = x264_clip(3);
+  spec.rotation = 90;
+  const std::string in = dir.file("portrait.mp4"), out = dir.file("out.mkv");
+  write_synthetic_clip(in, spec);
+  EncoderOptions o = x264_fast();
+  std::string notes;
+  o.note = [&](const std::string& s) { notes += s + "\n"; };
+  EXPECT_EQ(transcode(in, out, o), 3);
+  bool has_out = false;
+  Probe(out).rotation(&has_out);
+  if (has_out) {
+    EXPECT_FALSE(contains(notes, "display rotation")) << notes;  // kept: nothing to say
+  } else {
+    EXPECT_TRUE(contains(notes, "the matroska container cannot hold the input's display rotation (-90 degrees)"))
+        << notes;
+  }
+}
+
+class IoKeepsChapters : public ::testing::TestWithParam<const char*> {};
+
+// Chapters are copied with their titles and times.
+TEST_P(IoKeepsChapters, TitlesAndTimes) {
+  const std::string ext = GetParam();
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec = x264_clip(30);  // 1 s at 30 fps: chapters [0, 0.5) and [0.5, 1)
+  spec.chapters = 2;
+  const std::string in = dir.file("ch." + ext), out = dir.file("out." + ext);
+  write_synthetic_clip(in, spec);
+  const Probe pin(in);
+  ASSERT_EQ(pin.chapter_titles(), (std::vector<std::string>{"Chapter 1", "Chapter 2"}));
+  EXPECT_EQ(transcode(in, out, x264_fast()), 30);
+  const Probe pout(out);
+  ASSERT_EQ(pout.chapter_titles(), pin.chapter_titles());
+  for (unsigned i = 0; i < 2; ++i) {
+    EXPECT_NEAR(pout.chapter_span(i).first, pin.chapter_span(i).first, 0.002) << "chapter " << i;
+    EXPECT_NEAR(pout.chapter_span(i).second, pin.chapter_span(i).second, 0.002) << "chapter " << i;
+  }
+  // mp4 keeps its chapters in a text track the demuxer hides: no extra stream appears.
+  EXPECT_EQ(read_all(out).nb_streams, read_all(in).nb_streams);
+}
+
+INSTANTIATE_TEST_SUITE_P(Containers, IoKeepsChapters, ::testing::Values("mkv", "mp4"));
+
+// A container without chapters says so instead of dropping them silently.
+TEST(IoKeeps, ChaptersIntoContainerWithoutThemIsNoted) {
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec = x264_clip(6);
+  spec.chapters = 2;
+  const std::string in = dir.file("ch.mkv"), out = dir.file("out.ts");
+  write_synthetic_clip(in, spec);
+  EncoderOptions o = x264_fast();
+  std::string notes;
+  o.note = [&](const std::string& s) { notes += s + "\n"; };
+  EXPECT_EQ(transcode(in, out, o), 6);
+  EXPECT_TRUE(contains(notes, "cannot hold chapters; 2 chapter(s) not copied")) << notes;
+}
+
+class IoKeepsFieldOrder : public ::testing::TestWithParam<const char*> {};
+
+// Interlaced H.264 (top field first) stays interlaced: the stream's field
+// order reads tt, and decoded frames are flagged interlaced, top field first.
+TEST_P(IoKeepsFieldOrder, TopFieldFirstH264) {
+  const std::string ext = GetParam();
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec = x264_clip(6);
+  spec.interlaced = true;
+  const std::string in = dir.file("tt." + ext), out = dir.file("out." + ext);
+  write_synthetic_clip(in, spec);
+  ASSERT_EQ(Probe(in).video->codecpar->field_order, AV_FIELD_TT);
+  EXPECT_EQ(transcode(in, out, x264_fast()), 6);
+  EXPECT_EQ(Probe(out).video->codecpar->field_order, AV_FIELD_TT) << "field order " << Probe(out).video->codecpar->field_order;
+  const Decoded d = read_all(out);
+  ASSERT_EQ(d.frames.size(), 6u);
+  for (const auto& f : d.frames) {
+    EXPECT_TRUE(f->interlaced_frame);
+    EXPECT_TRUE(f->top_field_first);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Containers, IoKeepsFieldOrder, ::testing::Values("mkv", "mp4"));
+
+class IoKeepsHdr : public ::testing::TestWithParam<const char*> {};
+
+// HEVC 10-bit HDR10: mastering display and content light level stay on the
+// output stream (container), and x265 writes them into the bitstream again.
+TEST_P(IoKeepsHdr, MasteringDisplayAndLightLevel) {
+  const std::string ext = GetParam();
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec;
+  spec.width = 64;
+  spec.height = 48;
+  spec.frames = 3;
+  spec.codec = "libx265";
+  spec.preset = "ultrafast";
+  spec.pix_fmt = AV_PIX_FMT_YUV420P10LE;
+  spec.color_primaries = AVCOL_PRI_BT2020;
+  spec.color_trc = AVCOL_TRC_SMPTE2084;
+  spec.colorspace = AVCOL_SPC_BT2020_NCL;
+  spec.hdr = true;
+  const std::string in = dir.file("hdr." + ext), out = dir.file("out." + ext);
+  write_synthetic_clip(in, spec);
+  auto check = [](const std::string& path, bool want_frame_side_data) {
+    const Probe p(path);
+    std::size_t size = 0;
+    const auto* md = reinterpret_cast<const AVMasteringDisplayMetadata*>(
+        stream_side_data(*p.video, AV_PKT_DATA_MASTERING_DISPLAY_METADATA, &size));
+    ASSERT_NE(md, nullptr) << path << ": no mastering display metadata on the stream";
+    EXPECT_TRUE(md->has_luminance && md->has_primaries);
+    EXPECT_NEAR(av_q2d(md->max_luminance), kSyntheticMaxLuminance, 0.01) << path;
+    EXPECT_NEAR(av_q2d(md->display_primaries[0][0]), 0.68, 0.0001) << path;
+    const auto* cll = reinterpret_cast<const AVContentLightMetadata*>(
+        stream_side_data(*p.video, AV_PKT_DATA_CONTENT_LIGHT_LEVEL, &size));
+    ASSERT_NE(cll, nullptr) << path << ": no content light level on the stream";
+    EXPECT_EQ(cll->MaxCLL, static_cast<unsigned>(kSyntheticMaxCll)) << path;
+    EXPECT_EQ(cll->MaxFALL, static_cast<unsigned>(kSyntheticMaxFall)) << path;
+    if (want_frame_side_data) {
+      const Decoded d = read_all(path);
+      ASSERT_FALSE(d.frames.empty());
+      EXPECT_NE(av_frame_get_side_data(d.frames[0].get(), AV_FRAME_DATA_MASTERING_DISPLAY_METADATA), nullptr)
+          << path << ": no mastering display SEI";
+      EXPECT_NE(av_frame_get_side_data(d.frames[0].get(), AV_FRAME_DATA_CONTENT_LIGHT_LEVEL), nullptr)
+          << path << ": no content light level SEI";
+      EXPECT_EQ(d.frames[0]->color_trc, AVCOL_TRC_SMPTE2084);
+    }
+  };
+  check(in, true);
+  EncoderOptions o;
+  o.codec = "libx265";
+  o.preset = "ultrafast";
+  o.options["x265-params"] = "log-level=error";  // the user's own x265-params are kept beside the HDR values
+  EXPECT_EQ(transcode(in, out, o), 3);
+  check(out, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Containers, IoKeepsHdr, ::testing::Values("mkv", "mp4"));
+
+// An image sequence pattern writes one numbered file per frame (from 1, as
+// ffmpeg does), and a pattern input reads every file back.
+TEST(IoImageSequence, PatternOutAndIn) {
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec;
+  spec.width = 40;
+  spec.height = 30;
+  spec.frames = 5;
+  spec.codec = "png";
+  spec.pix_fmt = AV_PIX_FMT_RGB24;
+  fs::create_directories(dir.path() / "in");
+  fs::create_directories(dir.path() / "out");
+  const std::string in = dir.file("in/f%03d.png"), out = dir.file("out/o%03d.png");
+  write_synthetic_clip(in, spec);
+  EncoderOptions o;
+  o.codec = "png";
+  EXPECT_EQ(transcode(in, out, o), 5);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path() / "out")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"o001.png", "o002.png", "o003.png", "o004.png", "o005.png"}));
+  const Decoded a = read_all(in), b = read_all(out);
+  ASSERT_EQ(a.frames.size(), 5u);
+  ASSERT_EQ(b.frames.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(same_pixels(*a.frames[i], *b.frames[i])) << "frame " << i;
+  EXPECT_FALSE(same_pixels(*a.frames[0], *a.frames[4]));  // the frames differ, so order is checked
+}
+
+// Several frames into one plain image name would keep only the last picture
+// (FFmpeg's image2 muxer overwrites it): an error, not a success.
+TEST(IoImageSequence, SeveralFramesIntoOneImageIsAnError) {
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec;
+  spec.frames = 3;
+  const std::string in = dir.file("a.mkv"), out = dir.file("last.png");
+  write_synthetic_clip(in, spec);
+  EncoderOptions o;
+  o.codec = "png";
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { transcode(in, out, o); }), "last.png", "more than one frame",
+                           "last%03d.png");
 }

@@ -4,6 +4,8 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/channel_layout.h>
+#include <libavutil/display.h>
+#include <libavutil/mastering_display_metadata.h>
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
 }
@@ -18,6 +20,7 @@ extern "C" {
 
 #include "streamblur/io/av_error.hpp"
 #include "streamblur/io/av_ptr.hpp"
+#include "streamblur/io/stream_metadata.hpp"
 
 namespace streamblur::io {
 
@@ -413,7 +416,33 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
   venc->color_trc = spec.color_trc;
   venc->thread_count = 0;
   if (oc->oformat->flags & AVFMT_GLOBALHEADER) venc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-  open_encoder(venc, vcodec, encoder_dict(spec, true), path);
+  if (spec.interlaced) {
+    venc->field_order = AV_FIELD_TT;
+    venc->flags |= AV_CODEC_FLAG_INTERLACED_DCT | AV_CODEC_FLAG_INTERLACED_ME;
+  }
+  // HDR10 values (SMPTE ST 2086 / CTA-861.3): BT.2020 primaries, D65.
+  AVMasteringDisplayMetadata mastering{};
+  mastering.display_primaries[0][0] = av_make_q(34000, 50000);  // R
+  mastering.display_primaries[0][1] = av_make_q(16000, 50000);
+  mastering.display_primaries[1][0] = av_make_q(13250, 50000);  // G
+  mastering.display_primaries[1][1] = av_make_q(34500, 50000);
+  mastering.display_primaries[2][0] = av_make_q(7500, 50000);   // B
+  mastering.display_primaries[2][1] = av_make_q(3000, 50000);
+  mastering.white_point[0] = av_make_q(15635, 50000);
+  mastering.white_point[1] = av_make_q(16450, 50000);
+  mastering.max_luminance = av_make_q(kSyntheticMaxLuminance * 10000, 10000);
+  mastering.min_luminance = av_make_q(50, 10000);
+  mastering.has_primaries = mastering.has_luminance = 1;
+  AVContentLightMetadata light{};
+  light.MaxCLL = kSyntheticMaxCll;
+  light.MaxFALL = kSyntheticMaxFall;
+  AVDictionary* vopts = encoder_dict(spec, true);
+  if (spec.hdr && std::strcmp(vcodec->name, "libx265") == 0)
+    av_dict_set(&vopts, "x265-params",
+                "master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,50):max-cll=1000,400:"
+                "log-level=error",
+                0);
+  open_encoder(venc, vcodec, vopts, path);
 
   video.st = avformat_new_stream(oc, nullptr);
   if (!video.st) throw std::bad_alloc();
@@ -421,6 +450,17 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
   video.st->time_base = vtb;
   video.st->avg_frame_rate = AVRational{spec.fps, 1};
   video.st->sample_aspect_ratio = venc->sample_aspect_ratio;
+  if (spec.rotation != 0) {
+    int32_t matrix[9];
+    av_display_rotation_set(matrix, spec.rotation);
+    set_stream_side_data(*video.st, AV_PKT_DATA_DISPLAYMATRIX, reinterpret_cast<const uint8_t*>(matrix), sizeof matrix);
+  }
+  if (spec.hdr) {
+    set_stream_side_data(*video.st, AV_PKT_DATA_MASTERING_DISPLAY_METADATA,
+                         reinterpret_cast<const uint8_t*>(&mastering), sizeof mastering);
+    set_stream_side_data(*video.st, AV_PKT_DATA_CONTENT_LIGHT_LEVEL, reinterpret_cast<const uint8_t*>(&light),
+                         sizeof light);
+  }
 
   // Video ticks per frame and the clip's end, in vtb.
   std::vector<int64_t> pts(static_cast<size_t>(spec.frames));
@@ -471,7 +511,11 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
   }
 
   if (!spec.title.empty()) av_dict_set(&oc->metadata, "title", spec.title.c_str(), 0);
-  if (std::strcmp(oc->oformat->name, "image2") == 0) av_opt_set_int(oc->priv_data, "update", 1, 0);
+  if (std::strcmp(oc->oformat->name, "image2") == 0 && !is_sequence_pattern(path))
+    av_opt_set_int(oc->priv_data, "update", 1, 0);
+  for (int c = 0; c < spec.chapters; ++c)
+    add_chapter(*oc, c + 1, vtb, end * c / spec.chapters, end * (c + 1) / spec.chapters,
+                "Chapter " + std::to_string(c + 1));
 
   if (!(oc->oformat->flags & AVFMT_NOFILE))
     AV_CHECK_CTX(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE), "synthetic clip: cannot open output " + in_quotes(path));
@@ -515,6 +559,8 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
     vframe->color_primaries = spec.color_primaries;
     vframe->color_trc = spec.color_trc;
     vframe->sample_aspect_ratio = AVRational{1, 1};
+    vframe->interlaced_frame = spec.interlaced ? 1 : 0;
+    vframe->top_field_first = spec.interlaced ? 1 : 0;
     encode(video, vframe.get(), oc, pkt.get(), path);
   }
   write_audio_until(end, true);

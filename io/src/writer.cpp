@@ -4,6 +4,7 @@ extern "C" {
 #include <libavutil/avstring.h>
 #include <libavutil/avutil.h>
 #include <libavutil/dict.h>
+#include <libavutil/mastering_display_metadata.h>
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
 }
@@ -12,6 +13,7 @@ extern "C" {
 #include <cstdio>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -21,6 +23,7 @@ extern "C" {
 #include "streamblur/io/av_error.hpp"
 #include "streamblur/io/convert.hpp"
 #include "streamblur/io/log.hpp"
+#include "streamblur/io/stream_metadata.hpp"
 
 namespace streamblur::io {
 
@@ -67,6 +70,47 @@ bool pix_fmt_supported(const AVCodec* codec, AVPixelFormat f) {
 
 bool valid_rational(AVRational r) { return r.num > 0 && r.den > 0; }
 
+// The frame's field order as an encoder and a container state it.
+AVFieldOrder field_order_of(const AVFrame& f) {
+  if (!f.interlaced_frame) return AV_FIELD_PROGRESSIVE;
+  return f.top_field_first ? AV_FIELD_TT : AV_FIELD_BB;
+}
+
+// Containers whose muxers write chapters (Matroska/WebM chapters, QuickTime/MP4
+// chapter track and Nero chpl).
+bool holds_chapters(const AVOutputFormat* f) {
+  for (const char* n : {"matroska", "webm", "mov", "mp4", "ipod", "ismv", "ogg"})
+    if (std::strcmp(f->name, n) == 0) return true;
+  return false;
+}
+
+// Containers whose muxers write a display matrix (rotation): QuickTime/MP4's
+// track matrix, and Matroska's ProjectionPose from FFmpeg 6.1 (libavformat 60.16) on.
+bool holds_display_matrix(const AVOutputFormat* f) {
+  for (const char* n : {"mov", "mp4", "ipod", "ismv", "3gp", "3g2", "psp", "f4v"})
+    if (std::strcmp(f->name, n) == 0) return true;
+#if LIBAVFORMAT_VERSION_INT >= AV_VERSION_INT(60, 16, 100)
+  if (std::strcmp(f->name, "matroska") == 0 || std::strcmp(f->name, "webm") == 0) return true;
+#endif
+  return false;
+}
+
+// x265's --master-display / --max-cll values (SMPTE ST 2086 units: chromaticity
+// in 0.00002, luminance in 0.0001 cd/m2), or "" when the data is incomplete.
+std::string x265_master_display(const AVMasteringDisplayMetadata& m) {
+  if (!m.has_primaries || !m.has_luminance) return "";
+  auto q = [](AVRational r, int scale) { return static_cast<long long>(av_rescale(r.num, scale, r.den)); };
+  char buf[256];
+  // AVMasteringDisplayMetadata holds R, G, B; x265 wants G, B, R.
+  std::snprintf(buf, sizeof buf, "G(%lld,%lld)B(%lld,%lld)R(%lld,%lld)WP(%lld,%lld)L(%lld,%lld)",
+                q(m.display_primaries[1][0], 50000), q(m.display_primaries[1][1], 50000),
+                q(m.display_primaries[2][0], 50000), q(m.display_primaries[2][1], 50000),
+                q(m.display_primaries[0][0], 50000), q(m.display_primaries[0][1], 50000),
+                q(m.white_point[0], 50000), q(m.white_point[1], 50000), q(m.max_luminance, 10000),
+                q(m.min_luminance, 10000));
+  return buf;
+}
+
 }  // namespace
 
 struct MediaWriter::Impl {
@@ -85,6 +129,11 @@ struct MediaWriter::Impl {
   int64_t last_pts = AV_NOPTS_VALUE;    // in enc_tb
   int64_t frames = 0;
   bool finished = false;
+  bool single_image = false;            // an image muxer writing one file (no %d pattern): one frame only
+  // HDR metadata of the input (stream side data, else the first frame's), for
+  // the output stream and for encoders that write it into the bitstream.
+  std::vector<uint8_t> mastering_display;  // an AVMasteringDisplayMetadata, or empty
+  std::vector<uint8_t> content_light;      // an AVContentLightMetadata, or empty
 
   ~Impl() {
     if (oc) {
@@ -127,6 +176,10 @@ AVCodecContextPtr MediaWriter::Impl::try_open_encoder(const AVCodec* codec, cons
   ctx->color_primaries = first.color_primaries;
   ctx->color_trc = first.color_trc;
   ctx->chroma_sample_location = first.chroma_location;
+  // Interlaced pictures stay interlaced: the container states the field order,
+  // and encoders that code fields (libx264: MBAFF, mpeg2video) are told to.
+  ctx->field_order = field_order_of(first);
+  if (first.interlaced_frame) ctx->flags |= AV_CODEC_FLAG_INTERLACED_DCT | AV_CODEC_FLAG_INTERLACED_ME;
   ctx->thread_count = options.encoder_threads;
   if (oc->oformat->flags & AVFMT_GLOBALHEADER) ctx->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
 
@@ -138,6 +191,27 @@ AVCodecContextPtr MediaWriter::Impl::try_open_encoder(const AVCodec* codec, cons
     av_dict_set(&raw, "crf", "18", 0);
   if (!options.preset.empty()) av_dict_set(&raw, "preset", options.preset.c_str(), 0);
   for (const auto& [k, v] : options.options) av_dict_set(&raw, k.c_str(), v.c_str(), 0);
+  if (std::strcmp(codec->name, "libx265") == 0) {
+    // FFmpeg's libx265 wrapper does not read HDR side data (before FFmpeg 7);
+    // x265 writes the SEI when given the values as parameters. The user's own
+    // x265-params come last, so they win.
+    std::string params;
+    if (mastering_display.size() >= sizeof(AVMasteringDisplayMetadata)) {
+      const std::string md =
+          x265_master_display(*reinterpret_cast<const AVMasteringDisplayMetadata*>(mastering_display.data()));
+      if (!md.empty()) params += "master-display=" + md;
+    }
+    if (content_light.size() >= sizeof(AVContentLightMetadata)) {
+      const auto* c = reinterpret_cast<const AVContentLightMetadata*>(content_light.data());
+      params += std::string(params.empty() ? "" : ":") + "max-cll=" + std::to_string(c->MaxCLL) + "," +
+                std::to_string(c->MaxFALL);
+    }
+    if (!params.empty()) {
+      const AVDictionaryEntry* user = av_dict_get(raw, "x265-params", nullptr, 0);
+      if (user && *user->value) params += std::string(":") + user->value;
+      av_dict_set(&raw, "x265-params", params.c_str(), 0);
+    }
+  }
   std::unique_ptr<AVDictionary, DictDeleter> dict(raw);
 
   raw = dict.release();
@@ -199,6 +273,18 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
   AVRational sar = first.sample_aspect_ratio;
   if (!valid_rational(sar)) sar = vinfo.sample_aspect_ratio;
   if (!valid_rational(sar)) sar = AVRational{0, 1};
+
+  // HDR metadata: the input stream's, else the first frame's (HEVC carries it in SEI).
+  const AVStream* in_vst = in->streams[in_video];
+  auto hdr_data = [&](AVPacketSideDataType stream_type, AVFrameSideDataType frame_type) {
+    std::size_t size = 0;
+    if (const uint8_t* d = stream_side_data(*in_vst, stream_type, &size)) return std::vector<uint8_t>(d, d + size);
+    if (const AVFrameSideData* fd = av_frame_get_side_data(&first, frame_type))
+      return std::vector<uint8_t>(fd->data, fd->data + fd->size);
+    return std::vector<uint8_t>();
+  };
+  mastering_display = hdr_data(AV_PKT_DATA_MASTERING_DISPLAY_METADATA, AV_FRAME_DATA_MASTERING_DISPLAY_METADATA);
+  content_light = hdr_data(AV_PKT_DATA_CONTENT_LIGHT_LEVEL, AV_FRAME_DATA_CONTENT_LIGHT_LEVEL);
 
   int rc = 0;
   std::string leftover;
@@ -266,6 +352,20 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
       st->sample_aspect_ratio = enc->sample_aspect_ratio;
       st->disposition = ist->disposition;
       copy_stream_metadata(&st->metadata, ist->metadata);
+      // What stays true after a blur: display matrix (pixels are not
+      // rotated), HDR mastering display and light level, projection, stereo.
+      copy_kept_video_side_data(*ist, *st);
+      if (!mastering_display.empty() && !stream_side_data(*st, AV_PKT_DATA_MASTERING_DISPLAY_METADATA))
+        set_stream_side_data(*st, AV_PKT_DATA_MASTERING_DISPLAY_METADATA, mastering_display.data(),
+                             mastering_display.size());
+      if (!content_light.empty() && !stream_side_data(*st, AV_PKT_DATA_CONTENT_LIGHT_LEVEL))
+        set_stream_side_data(*st, AV_PKT_DATA_CONTENT_LIGHT_LEVEL, content_light.data(), content_light.size());
+      bool rotated = false;
+      const double deg = stream_rotation(*st, &rotated);
+      if (rotated && deg != 0 && !holds_display_matrix(ofmt))
+        note("note: %s: the %s container cannot hold the input's display rotation (%g degrees) with this FFmpeg; "
+             "the output plays unrotated",
+             shown.c_str(), image_muxer ? "image" : ofmt->name, deg);
       video_out_index = st->index;
       stream_map[i] = st->index;
       continue;
@@ -278,7 +378,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
       continue;
     }
     if (image_muxer) {
-      note("note: %s: an image file holds one picture; input stream %u (%s) not copied",
+      note("note: %s: image files hold pictures only; input stream %u (%s) not copied",
                    shown.c_str(), i, kind);
       continue;
     }
@@ -330,8 +430,28 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
   av_dict_copy(&oc->metadata, in->metadata, 0);
   av_dict_set(&oc->metadata, "encoder", nullptr, 0);
 
-  // One image file rewritten per frame: a single path such as out.png works.
-  if (image_muxer) av_opt_set_int(oc->priv_data, "update", 1, 0);
+  // Chapters, rescaled to the output video's time base (timestamps are kept,
+  // so the chapters still mark the same pictures).
+  if (in->nb_chapters > 0) {
+    if (holds_chapters(ofmt)) {
+      for (unsigned i = 0; i < in->nb_chapters; ++i) {
+        const AVChapter* c = in->chapters[i];
+        add_chapter(*oc, c->id, enc_tb, av_rescale_q_rnd(c->start, c->time_base, enc_tb, AV_ROUND_NEAR_INF),
+                    av_rescale_q_rnd(c->end, c->time_base, enc_tb, AV_ROUND_NEAR_INF), "");
+        av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0);  // title, language, ...
+      }
+    } else {
+      note("note: %s: the %s container cannot hold chapters; %u chapter(s) not copied", shown.c_str(), ofmt->name,
+           in->nb_chapters);
+    }
+  }
+
+  // Image outputs: a pattern (out%03d.png) writes one file per frame; a plain
+  // name writes one picture, and a second frame is an error (write_video).
+  if (image_muxer) {
+    single_image = std::strcmp(ofmt->name, "image2") == 0 && !is_sequence_pattern(path);
+    if (single_image) av_opt_set_int(oc->priv_data, "update", 1, 0);
+  }
 
   if (!(ofmt->flags & AVFMT_NOFILE))
     AV_CHECK_CTX(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE), "cannot open output " + in_quotes(shown));
@@ -385,6 +505,16 @@ MediaWriter::~MediaWriter() { delete impl_; }
 void MediaWriter::write_video(const AVFrame& frame) {
   Impl& m = *impl_;
   if (m.finished) throw std::logic_error("MediaWriter::write_video after finish() for " + in_quotes(m.shown));
+  if (m.single_image && m.frames >= 1) {
+    // FFmpeg's image2 muxer would overwrite the one file with each frame and
+    // report success: several frames collapsed into one picture.
+    const std::filesystem::path shown(m.shown);
+    const std::string example =
+        (shown.parent_path() / (shown.stem().string() + "%03d" + shown.extension().string())).string();
+    throw std::runtime_error("output " + in_quotes(m.shown) +
+                             " is one image file but the input has more than one frame; name an image sequence "
+                             "such as " + in_quotes(example) + " to write every frame");
+  }
 
   AVFramePtr f = make_frame();
   if (m.converter) {

@@ -56,10 +56,30 @@ struct PlaneParams {
 
 int scale_radius(int radius, int log2) { return radius < 0 ? -1 : static_cast<int>(std::lround(radius / double(1 << log2))); }
 
+// fields=1: each field of an interlaced picture (even lines, odd lines) is
+// blurred on its own, so lines of the two fields (two moments in time) are
+// never mixed. A field is a view of the plane with twice the pitch and half
+// the height, the bottom one starting a line down: the kernels see an
+// ordinary plane.
+std::array<AnyPlane, 2> field_views(const AnyPlane& d) {
+  AnyPlane top = d, bottom = d;
+  top.height = (d.height + 1) / 2;
+  top.pitch = d.pitch * 2;
+  bottom.data = static_cast<unsigned char*>(d.data) + d.pitch;
+  bottom.height = d.height / 2;
+  bottom.pitch = d.pitch * 2;
+  return {top, bottom};
+}
+
 class BlurFilterBase : public Filter {
  public:
-  explicit BlurFilterBase(std::string name, unsigned planes, bool chroma_scale)
-      : name_(std::move(name)), planes_(planes), chroma_scale_(chroma_scale) {}
+  explicit BlurFilterBase(std::string name, unsigned planes, bool chroma_scale, bool fields)
+      : name_(std::move(name)), planes_(planes), chroma_scale_(chroma_scale), fields_(fields) {}
+
+  void apply(int p, const AnyPlane& d, cudaStream_t stream) final {
+    if (!fields_ || d.height < 2) return apply_plane(p, d, stream);
+    for (const AnyPlane& field : field_views(d)) apply_plane(p, field, stream);
+  }
 
   void configure(const FrameLayout& layout, Backend backend) override {
     backend_ = backend;
@@ -73,16 +93,23 @@ class BlurFilterBase : public Filter {
                                     "'s interleaved plane " + std::to_string(p) + "; select both u and v");
       touched_[p] = true;
       const int lw = chroma_scale_ ? pl.log2_chroma_w : 0, lh = chroma_scale_ ? pl.log2_chroma_h : 0;
-      make_plane(p, lw, lh, pl, layout.bytes_per_sample);
+      // A field has half the lines (the top one the extra line of an odd height).
+      PlaneLayout sized = pl;
+      if (fields_) sized.height = (pl.height + 1) / 2;
+      make_plane(p, lw, lh, sized, layout.bytes_per_sample);
     }
   }
   bool touches(int plane) const override { return touched_[plane]; }
 
  protected:
   virtual void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) = 0;
+  // Blurs one plane (or one field of it) in place.
+  virtual void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) = 0;
+  std::string fields_note() const { return fields_ ? ",fields=1" : ""; }
   std::string name_;
   unsigned planes_;
   bool chroma_scale_;
+  bool fields_;
   Backend backend_ = Backend::Cpu;
   std::array<bool, 4> touched_{};
 };
@@ -90,7 +117,7 @@ class BlurFilterBase : public Filter {
 class GaussianFilter final : public BlurFilterBase {
  public:
   explicit GaussianFilter(const OptionValues& v)
-      : BlurFilterBase("gblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0),
+      : BlurFilterBase("gblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
         sigma_(v.at("sigma")), sigma_v_(v.at("sigmaV") < 0 ? v.at("sigma") : v.at("sigmaV")),
         radius_(static_cast<int>(v.at("radius"))) {
     if (v.at("sigmaV") >= 0 && v.at("sigmaV") < kMinSigma)
@@ -99,10 +126,10 @@ class GaussianFilter final : public BlurFilterBase {
   }
   std::string describe() const override {
     std::ostringstream s;
-    s << "gblur(sigma=" << sigma_ << ",sigmaV=" << sigma_v_ << ",radius=" << radius_ << ")";
+    s << "gblur(sigma=" << sigma_ << ",sigmaV=" << sigma_v_ << ",radius=" << radius_ << fields_note() << ")";
     return s.str();
   }
-  void apply(int p, const AnyPlane& d, cudaStream_t stream) override {
+  void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) override {
     if (backend_ == Backend::Cuda) {
       if (d.bytes_per_sample == 1) gpu_[p]->apply<uint8_t>(typed<const uint8_t>(d), typed<uint8_t>(d), stream);
       else gpu_[p]->apply<uint16_t>(typed<const uint16_t>(d), typed<uint16_t>(d), stream);
@@ -136,12 +163,12 @@ class GaussianFilter final : public BlurFilterBase {
 class BoxFilter final : public BlurFilterBase {
  public:
   explicit BoxFilter(const OptionValues& v)
-      : BlurFilterBase("boxblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0),
+      : BlurFilterBase("boxblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
         radius_(static_cast<int>(v.at("radius"))) {
     check_box_radius(radius_);
   }
-  std::string describe() const override { return "boxblur(radius=" + std::to_string(radius_) + ")"; }
-  void apply(int p, const AnyPlane& d, cudaStream_t stream) override {
+  std::string describe() const override { return "boxblur(radius=" + std::to_string(radius_) + fields_note() + ")"; }
+  void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) override {
     if (backend_ == Backend::Cuda) {
       if (d.bytes_per_sample == 1) gpu_[p]->apply<uint8_t>(typed<const uint8_t>(d), typed<uint8_t>(d), stream);
       else gpu_[p]->apply<uint16_t>(typed<const uint16_t>(d), typed<uint16_t>(d), stream);
@@ -176,6 +203,11 @@ OptionSpec planes_option() {
   return {"planes", "planes to filter: all, letters of 'yuva' or 'rgb', or a plane mask 0..15", OptionType::Planes,
           double(kCompY | kCompU | kCompV | kCompA | kCompRGB), 0, 0};
 }
+OptionSpec fields_option() {
+  return {"fields", "blur each field of interlaced video on its own (even and odd lines apart; sigmaV/radius count "
+          "field lines)",
+          OptionType::Bool, 0, 0, 1};
+}
 OptionSpec chroma_scale_option() {
   return {"chroma_scale", "scale sigma/radius by the chroma subsampling so the blur has the same size on the picture",
           OptionType::Bool, 1, 0, 1};
@@ -190,12 +222,14 @@ std::vector<FilterInfo> make_blur_filters() {
                 {"radius", "kernel radius in pixels; -1 = ceil(3 sigma)", OptionType::Int, -1, -1, kMaxGaussRadius},
                 {"sigmaV", "vertical sigma; -1 = same as sigma", OptionType::Double, -1, -1, kMaxSigma},
                 planes_option(),
-                chroma_scale_option()},
+                chroma_scale_option(),
+                fields_option()},
                [](const OptionValues& v) { return std::make_unique<GaussianFilter>(v); }});
   r.push_back({"boxblur", "mean over a (2r+1)x(2r+1) window, exact integer sums rounded half up, borders clamped",
                {{"radius", "window radius in pixels; 0 = identity", OptionType::Int, 2, 0, kMaxBoxRadius},
                 planes_option(),
-                chroma_scale_option()},
+                chroma_scale_option(),
+                fields_option()},
                [](const OptionValues& v) { return std::make_unique<BoxFilter>(v); }});
   return r;
 }

@@ -26,6 +26,7 @@ extern "C" {
 #include "streamblur/io/convert.hpp"
 #include "streamblur/io/hw_decode.hpp"
 #include "streamblur/io/reader.hpp"
+#include "streamblur/io/stream_metadata.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/cuda_convert.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
@@ -124,6 +125,24 @@ std::string temp_path_for(const fs::path& out) {
       .string();
 }
 
+// Whether the output is an image sequence (out%03d.png): only the file name
+// may hold the pattern.
+bool is_sequence_output(const fs::path& out) { return io::is_sequence_pattern(out.filename().string()); }
+
+// The hidden folder beside an image-sequence output that its frames are
+// written into; no '%' in its name, so the muxer reads the pattern only in the
+// file name. Unique per process and per pipeline (batch runs several at once).
+std::string temp_folder_for(const fs::path& out) {
+  static std::atomic<int> counter{0};
+  fs::path dir = out.parent_path();
+  if (dir.empty()) dir = ".";
+  std::string stem = out.stem().string();
+  for (char& c : stem)
+    if (c == '%') c = '_';
+  return (dir / ("." + stem + ".streamblur-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
+      .string();
+}
+
 // Plane pointers of an AVFrame as AnyPlanes.
 std::array<AnyPlane, 4> frame_planes(const AVFrame& f, const FrameLayout& l) {
   std::array<AnyPlane, 4> p{};
@@ -213,6 +232,7 @@ class Pipeline {
   void choose_backend();
   void make_slots();
   void prepare_output();
+  void finish_sequence();
   void set_device() const {
     if (device_ >= 0) CUDA_CHECK(cudaSetDevice(device_));
   }
@@ -251,6 +271,7 @@ class Pipeline {
   int out_pool_bytes_ = 0;
   std::vector<std::unique_ptr<FrameSlot>> slots_;
   std::string tmp_path_;
+  std::string tmp_dir_;           // image sequences: the hidden folder tmp_path_ (a pattern) lies in; else ""
   io::EncoderOptions enc_;
   std::unique_ptr<io::MediaWriter> writer_;
   RunStats stats_;
@@ -270,6 +291,14 @@ void Pipeline::check_paths() const {
     throw std::runtime_error("output '" + opt_.output + "' is the input file; choose another output");
   if (fs::exists(opt_.output, ec) && !opt_.overwrite)
     throw std::runtime_error("output '" + opt_.output + "' already exists (use -y to overwrite)");
+  if (is_sequence_output(opt_.output)) {
+    if (opt_.input == opt_.output)
+      throw std::runtime_error("output '" + opt_.output + "' is the input sequence; choose another output");
+    const fs::path dir = fs::path(opt_.output).parent_path();
+    const std::string first = (dir / io::sequence_file_name(fs::path(opt_.output).filename().string(), 1)).string();
+    if (fs::exists(first, ec) && !opt_.overwrite)
+      throw std::runtime_error("output '" + opt_.output + "' already exists ('" + first + "'; use -y to overwrite)");
+  }
 }
 
 // CUDA is started only when some work may run there: filters, NVDEC asked
@@ -426,10 +455,39 @@ void Pipeline::prepare_output() {
     if (!of) throw std::runtime_error("cannot tell the container of output '" + opt_.output + "' from its extension");
     enc_.format_name = of->name;
   }
+  if (is_sequence_output(opt_.output)) {
+    // An image sequence is many files: they are written into a hidden folder
+    // beside the output and moved out at the end (see finish_sequence).
+    tmp_dir_ = temp_folder_for(opt_.output);
+    std::error_code ec;
+    if (!fs::create_directory(tmp_dir_, ec))
+      throw std::runtime_error("cannot write output '" + opt_.output + "': cannot create the folder '" + tmp_dir_ +
+                               "': " + (ec ? ec.message() : std::string("it exists")));
+    tmp_path_ = (fs::path(tmp_dir_) / fs::path(opt_.output).filename()).string();
+    return;
+  }
   tmp_path_ = temp_path_for(opt_.output);
   FILE* probe = std::fopen(tmp_path_.c_str(), "wb");
   if (!probe) throw std::runtime_error("cannot write output '" + opt_.output + "': " + std::strerror(errno));
   std::fclose(probe);
+}
+
+// Moves a finished image sequence out of its hidden folder, the last frame
+// first and frame 1 last: a run cut short while moving leaves no sequence that
+// starts at 1, so nothing half-moved looks complete. Then removes the folder.
+void Pipeline::finish_sequence() {
+  const fs::path out(opt_.output);
+  const std::string pattern = out.filename().string();
+  for (int64_t n = frames_out_; n >= 1; --n) {
+    const std::string name = io::sequence_file_name(pattern, static_cast<int>(n));
+    std::error_code ec;
+    fs::rename(fs::path(tmp_dir_) / name, out.parent_path() / name, ec);
+    if (ec)
+      throw std::runtime_error("cannot move frame " + std::to_string(n) + " of the finished sequence to '" +
+                               (out.parent_path() / name).string() + "': " + ec.message());
+  }
+  std::error_code ec;
+  fs::remove_all(tmp_dir_, ec);
 }
 
 // ---- stages
@@ -715,7 +773,8 @@ RunStats Pipeline::run() {
   // handler that must end the program at once finds it in the registry.
   struct TempGuard {
     std::string path;
-    int slot = register_temp_output(path);
+    bool directory = false;
+    int slot = register_temp_output(path, directory);
     void release() {
       path.clear();
       unregister_temp_output(slot);
@@ -723,11 +782,12 @@ RunStats Pipeline::run() {
     ~TempGuard() {
       if (!path.empty()) {
         std::error_code ec;
-        fs::remove(path, ec);
+        if (directory) fs::remove_all(path, ec);
+        else fs::remove(path, ec);
       }
       unregister_temp_output(slot);
     }
-  } temp_guard{tmp_path_};
+  } temp_guard{tmp_dir_.empty() ? tmp_path_ : tmp_dir_, !tmp_dir_.empty()};
 
   tbb::flow::graph g;
   using namespace tbb::flow;
@@ -771,9 +831,13 @@ RunStats Pipeline::run() {
     for (auto& pkt : reader_->take_remaining_passthrough()) writer_->write_passthrough(*pkt);
     writer_->finish();
     writer_.reset();
-    std::error_code ec;
-    fs::rename(tmp_path_, opt_.output, ec);
-    if (ec) throw std::runtime_error("cannot move the finished output to '" + opt_.output + "': " + ec.message());
+    if (!tmp_dir_.empty()) {
+      finish_sequence();
+    } else {
+      std::error_code ec;
+      fs::rename(tmp_path_, opt_.output, ec);
+      if (ec) throw std::runtime_error("cannot move the finished output to '" + opt_.output + "': " + ec.message());
+    }
     temp_guard.release();
   }
   stats_.finish_s = seconds(Clock::now() - t_finish);

@@ -63,3 +63,26 @@ def test_no_overwrite(clip, tmp_path):
     with pytest.raises(RuntimeError, match="already exists"):
         streamblur.process_video(clip, out, codec="ffv1", overwrite=False)
     assert out.read_bytes() == b"keep"
+
+
+def test_image_sequence_in_and_out(tmp_path):
+    # A pattern input reads every file; a pattern output writes every frame (o001.png ...), as ffmpeg does.
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    streamblur._write_test_clip(tmp_path / "in" / "f%03d.png", width=40, height=30, frames=5, codec="png",
+                                pix_fmt="rgb24")
+    assert sorted(p.name for p in (tmp_path / "in").iterdir()) == [f"f{i:03d}.png" for i in range(1, 6)]
+    stats = streamblur.process_video(tmp_path / "in" / "f%03d.png", tmp_path / "out" / "o%03d.png",
+                                     vf="boxblur=1", backend="cpu")
+    assert stats["frames"] == 5
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [f"o{i:03d}.png" for i in range(1, 6)]
+    # The batch mode too: out_dir/<the pattern>.
+    streamblur.process_videos([str(tmp_path / "in" / "f%03d.png")], out_dir=tmp_path / "batch", vf="boxblur=1",
+                              backend="cpu")
+    assert sorted(p.name for p in (tmp_path / "batch").iterdir()) == [f"f{i:03d}.png" for i in range(1, 6)]
+
+
+def test_several_frames_into_one_image_is_an_error(clip, tmp_path):
+    with pytest.raises(RuntimeError, match="more than one frame"):
+        streamblur.process_video(clip, tmp_path / "one.png", backend="cpu")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mkv"]

@@ -28,7 +28,17 @@ struct SyntheticClipSpec {
   AVColorTransferCharacteristic color_trc = AVCOL_TRC_BT709;
   unsigned seed = 1;
   std::string title;                 // container metadata "title" when not empty
+  int rotation = 0;                  // display matrix on the video stream (av_display_rotation_set degrees); 0: none
+  int chapters = 0;                  // this many chapters of equal length, titled "Chapter 1", "Chapter 2", ...
+  bool interlaced = false;           // frames flagged interlaced, top field first; the encoder codes fields
+                                     // (libx264: MBAFF) and the stream says field order tt
+  bool hdr = false;                  // HDR10 mastering display (BT.2020 primaries, 1000/0.005 cd/m2) and content
+                                     // light level (1000/400) on the stream; libx265 also writes them as SEI
 };
+// The HDR values write_synthetic_clip uses for `hdr`.
+inline constexpr int kSyntheticMaxCll = 1000, kSyntheticMaxFall = 400;
+inline constexpr int kSyntheticMaxLuminance = 1000;  // cd/m2
+// A path with %d / %03d (image2 pattern) writes one numbered file per frame from 1, as ffmpeg does.
 
 // Writes the clip to `path` (container from the extension). Throws AVError on failure.
 void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec);
