@@ -256,6 +256,8 @@ Backend pick_backend(const std::string& backend, const Image& src, const Image& 
 struct CachedChain {
   std::mutex in_use;
   FilterChain chain;
+  cuda::DeviceBuffer staging;  // host images: the packed device copy they are blurred in (grows, never shrinks)
+  std::size_t staging_bytes = 0;
   cuda::CudaEvent last_use;
   ~CachedChain() {
     try {
@@ -264,6 +266,11 @@ struct CachedChain {
     }
   }
 };
+
+// What the cache did, for the tests of "repeated calls allocate nothing":
+// chains configured (device weights and scratch allocated) and staging
+// buffers allocated, since the module was loaded.
+std::atomic<long long> g_chains_configured{0}, g_staging_allocations{0};
 
 std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const FrameLayout& layout) {
   static std::mutex mutex;
@@ -286,6 +293,7 @@ std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const Frame
   auto entry = std::make_shared<CachedChain>();
   entry->chain = FilterChain(parse_filter_chain(spec));
   entry->chain.configure(layout, Backend::Cuda);  // weights and scratch on the current device
+  ++g_chains_configured;
   lru.emplace_back(key, entry);
   if (lru.size() > kEntries) lru.erase(lru.begin());  // freed once no call holds it
   return entry;
@@ -316,7 +324,6 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
   const std::shared_ptr<CachedChain> entry = cuda_chain_for(spec, layout);
   std::lock_guard<std::mutex> lock(entry->in_use);
   FilterChain& chain = entry->chain;
-  cuda::DeviceBuffer staging;
   try {
     CUDA_CHECK(cudaStreamWaitEvent(stream, entry->last_use.get(), 0));  // the previous user's work first
     if (dst.memory == Memory::Device && src.memory != Memory::Managed) {
@@ -333,9 +340,17 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
       copy_rows_cuda(src, dst, stream);
       chain.apply({dst.plane()}, 1, stream);
     } else {
-      staging = cuda::DeviceBuffer(src.row_bytes() * src.height);
+      const std::size_t bytes = src.row_bytes() * src.height;
+      if (entry->staging_bytes < bytes) {
+        // The previous user's work (ordered before ours by the event wait
+        // above) may still read the old buffer: let it finish first.
+        entry->last_use.synchronize();
+        entry->staging = cuda::DeviceBuffer(bytes);
+        entry->staging_bytes = bytes;
+        ++g_staging_allocations;
+      }
       Image dev = src;
-      dev.data = staging.get();
+      dev.data = entry->staging.get();
       dev.pitch = static_cast<std::ptrdiff_t>(src.row_bytes());
       dev.memory = Memory::Device;
       copy_rows_cuda(src, dev, stream);
@@ -981,9 +996,19 @@ class FrameStream {
   std::thread thread_;  // last: started once everything above exists
 };
 
+nb::dict cuda_cache_stats() {
+  nb::dict d;
+  d["chains_configured"] = g_chains_configured.load();
+  d["staging_allocations"] = g_staging_allocations.load();
+  return d;
+}
+
 void write_test_clip(const std::string& path, int width, int height, int frames, const std::string& codec,
-                     const std::string& pix_fmt, int fps, bool noise, const std::string& preset) {
+                     const std::string& pix_fmt, int fps, bool noise, const std::string& preset,
+                     const std::string& audio_codec) {
   io::SyntheticClipSpec spec;
+  spec.audio = !audio_codec.empty();
+  if (spec.audio) spec.audio_codec = audio_codec;
   spec.width = width;
   spec.height = height;
   spec.frames = frames;
@@ -1024,7 +1049,9 @@ NB_MODULE(_streamblur, m) {
         "backend"_a, "hwdec"_a, "jobs_per_device"_a, "devices"_a, "inflight"_a, "overwrite"_a, "progress"_a.none());
   m.def("parse_device_list", &parse_device_list, "text"_a, "[] for 'all', else the listed device indices.");
   m.def("write_test_clip", &write_test_clip, "path"_a, "width"_a, "height"_a, "frames"_a, "codec"_a, "pix_fmt"_a,
-        "fps"_a, "noise"_a, "preset"_a);
+        "fps"_a, "noise"_a, "preset"_a, "audio_codec"_a);
+  m.def("cuda_cache_stats", &cuda_cache_stats,
+        "Counts of CUDA chains configured and staging buffers allocated by the blurs since import.");
   nb::class_<FrameStream>(m, "FrameStream",
                           "One pipeline run with a frame sink on a background thread (see streamblur.frames).")
       .def(nb::init<const std::string&, const std::string&, const std::string&, const std::string&, int, bool, int,

@@ -407,7 +407,7 @@ def _check_input_exists(src: str, what: str) -> None:
 
 def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional[str] = None, *,
                   crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
-                  hwdec: str = "auto", device: int = 0, overwrite: bool = True, inflight: int = 4,
+                  hwdec: str = "auto", device: int = 0, overwrite: bool = False, inflight: int = 4,
                   progress: Optional[Callable[[dict], Any]] = None) -> dict:
     """Runs the streaming pipeline: decode ``src``, apply filter chain ``vf``, encode ``dst``.
 
@@ -418,6 +418,9 @@ def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional
     CUDA backend runs and NVDEC takes the codec, else on the CPU; 'nvdec'
     insists (an error where it cannot); 'none' always decodes on the CPU.
     device: the CUDA device index to run on.
+    overwrite: False (the default, as the CLI without -y) refuses an existing
+    ``dst`` with RuntimeError before anything runs; True replaces it, only once
+    the new output is complete.
     progress: called (from a pipeline thread, with the GIL) about four times a
     second and once at the end with a dict: frames, total_estimate, elapsed_s,
     fps, media_time_s, duration_s, final. An exception it raises stops the run
@@ -440,7 +443,7 @@ def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional
 def process_videos(inputs, outputs=None, *, out_dir=None, vf: str = "gblur=sigma=2", codec: Optional[str] = None,
                    crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
                    hwdec: str = "auto", jobs: int = 2, devices: Any = "all", inflight: int = 4,
-                   overwrite: bool = True, progress: Optional[Callable[[dict], Any]] = None) -> list:
+                   overwrite: bool = False, progress: Optional[Callable[[dict], Any]] = None) -> list:
     """Runs the pipeline over many files at once: ``jobs`` pipelines per GPU on every GPU in ``devices``.
 
     inputs: paths. outputs: one path per input, or None with ``out_dir``: each
@@ -736,11 +739,19 @@ def _reference_box_blur(img: np.ndarray, radius: int) -> np.ndarray:
 
 
 def _write_test_clip(path: str, width: int = 64, height: int = 48, frames: int = 10, codec: str = "ffv1",
-                     pix_fmt: str = "yuv420p", fps: int = 30, noise: bool = False, preset: str = "") -> None:
+                     pix_fmt: str = "yuv420p", fps: int = 30, noise: bool = False, preset: str = "",
+                     audio_codec: str = "") -> None:
     """Writes a deterministic synthetic clip (io::write_synthetic_clip).
 
     noise=True adds moving film-like grain (realistic decode load); preset: the
-    encoder's preset (e.g. 'ultrafast' for libx264), empty for its default.
+    encoder's preset (e.g. 'ultrafast' for libx264), empty for its default;
+    audio_codec: adds a stereo 48 kHz tone in that codec (e.g. 'aac',
+    'pcm_s16le'), empty for none.
     """
     _ext.write_test_clip(os.fspath(path), int(width), int(height), int(frames), codec, pix_fmt, int(fps), bool(noise),
-                         preset)
+                         preset, audio_codec)
+
+
+def _cuda_cache_stats() -> dict:
+    """How often the CUDA blurs configured a chain or allocated a staging buffer since import (for tests)."""
+    return dict(_ext.cuda_cache_stats())

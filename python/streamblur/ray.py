@@ -96,7 +96,7 @@ def _failure(src: str, dst: str, error: BaseException, ray) -> dict:
 def process_videos(inputs: Iterable[Any], outputs: Iterable[Any], vf: str = "gblur=sigma=2",
                    codec: Optional[str] = None, backend: str = "auto", gpus_per_job: float = 0.25, *,
                    crf: Optional[int] = None, preset: Optional[str] = None, hwdec: str = "auto",
-                   overwrite: bool = True, inflight: int = 4, max_retries: Optional[int] = None,
+                   overwrite: bool = False, inflight: int = 4, max_retries: Optional[int] = None,
                    ray_remote_args: Optional[dict] = None) -> list:
     """Runs :func:`streamblur.process_video` on every ``inputs[i] -> outputs[i]``, one Ray task per file.
 

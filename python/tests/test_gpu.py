@@ -186,3 +186,26 @@ def test_array_on_another_device(cupy):
     with cp.cuda.Device(1):
         got = streamblur.box_blur(d, 1)
         assert got.device.id == 1
+
+
+@pytest.mark.parametrize("where", ["numpy", "cupy"])
+def test_repeated_calls_allocate_nothing(gpu, where, request):
+    # The module's docs promise that configured filters (device weights and
+    # scratch) and, for host images, the device staging buffer are cached:
+    # after the first call of a spec and shape, further calls allocate nothing.
+    host = pattern((61, 47), np.uint8, seed=3)
+    img = host
+    if where == "cupy":
+        img = request.getfixturevalue("cupy").asarray(host)
+    first = streamblur.gaussian_blur(img, 1.7)
+    before = streamblur._cuda_cache_stats()
+    for _ in range(5):
+        again = streamblur.gaussian_blur(img, 1.7)
+    after = streamblur._cuda_cache_stats()
+    assert after == before, f"repeated calls allocated: {before} -> {after}"
+    to_host = (lambda a: a) if where == "numpy" else request.getfixturevalue("cupy").asnumpy
+    assert (to_host(again) == to_host(first)).all()
+    # A new shape is configured once, then cached as well.
+    streamblur.gaussian_blur(host[:40, :30].copy() if where == "numpy" else img[:40, :30].copy(), 1.7)
+    grown = streamblur._cuda_cache_stats()
+    assert grown["chains_configured"] == after["chains_configured"] + 1

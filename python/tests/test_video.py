@@ -86,3 +86,70 @@ def test_several_frames_into_one_image_is_an_error(clip, tmp_path):
     with pytest.raises(RuntimeError, match="more than one frame"):
         streamblur.process_video(clip, tmp_path / "one.png", backend="cpu")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mkv"]
+
+
+# ---- what process_video writes, read back by PyAV (its own FFmpeg build, no code shared with streamblur)
+
+def _planes(frame):
+    """The frame's planes as 2-D numpy arrays (odd sizes: chroma is ceil(w/2) x ceil(h/2))."""
+    import numpy as np
+    out = []
+    for p in frame.planes:
+        a = np.frombuffer(bytes(p), dtype=np.uint8).reshape(p.height, p.line_size)
+        out.append(a[:, : p.width].copy())
+    return out
+
+
+def _decode(path):
+    av = pytest.importorskip("av", reason="PyAV (apps/install-deps.sh installs it) decodes the outputs")
+    with av.open(str(path)) as c:
+        v = c.streams.video[0]
+        frames = [(_planes(f), float(f.pts * f.time_base), f.format.name) for f in c.decode(v)]
+    with av.open(str(path)) as c:
+        audio = [(bytes(p), float(p.pts * p.time_base), float(p.duration * p.time_base))
+                 for p in c.demux(c.streams.audio) if p.size] if c.streams.audio else []
+    return frames, audio
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_process_video_pixels_pts_and_audio(tmp_path, backend, request):
+    from conftest import assert_close_unbiased, reference_gaussian
+    if backend == "cuda":
+        request.getfixturevalue("gpu")
+    src = tmp_path / "in.mkv"
+    # Odd sizes (chroma 33x25), 9 frames, a PCM audio track copied packet for packet.
+    streamblur._write_test_clip(src, width=65, height=49, frames=9, codec="ffv1", audio_codec="pcm_s16le")
+    out = tmp_path / "out.mkv"
+    stats = streamblur.process_video(src, out, vf="gblur=sigma=1.5", codec="ffv1", backend=backend)
+    assert stats["frames"] == 9 and stats["backend"] == backend
+    fin, ain = _decode(src)
+    fout, aout = _decode(out)
+    assert len(fout) == len(fin) == 9
+    for k, ((pin, tin, fmt_in), (pout, tout, fmt_out)) in enumerate(zip(fin, fout)):
+        assert fmt_out == fmt_in == "yuv420p"
+        assert tout == pytest.approx(tin, abs=1e-6), f"frame {k}: pts {tout} s, input {tin} s"
+        assert [p.shape for p in pout] == [(49, 65), (25, 33), (25, 33)]
+        # Chroma is blurred with sigma scaled by its subsampling (chroma_scale=1): 0.75 on 4:2:0 chroma.
+        for plane, sigma in zip(range(3), (1.5, 0.75, 0.75)):
+            assert_close_unbiased(pout[plane], reference_gaussian(pin[plane], sigma), f"frame {k} plane {plane}")
+        assert not all((a == b).all() for a, b in zip(pout, pin)), "the blur changed nothing"
+    # Audio: the same packets (bytes and times) in the output.
+    assert ain, "the test clip has no audio"
+    assert [a[0] for a in aout] == [a[0] for a in ain], "audio packets are not the input's bytes"
+    assert [a[1] for a in aout] == pytest.approx([a[1] for a in ain], abs=1e-3)
+    assert sum(a[2] for a in aout) == pytest.approx(sum(a[2] for a in ain), abs=1e-3)
+
+
+def test_overwrite_default_agrees_with_the_cli(clip, tmp_path):
+    # The CLI refuses an existing output without -y; so do process_video and process_videos by default.
+    out = tmp_path / "out.mkv"
+    out.write_bytes(b"keep")
+    with pytest.raises(RuntimeError, match="already exists"):
+        streamblur.process_video(clip, out, codec="ffv1")
+    assert out.read_bytes() == b"keep"
+    results = streamblur.process_videos([clip], [out], codec="ffv1", backend="cpu")
+    assert not results[0]["ok"] and "already exists" in results[0]["error"]
+    assert out.read_bytes() == b"keep"
+    # overwrite=True replaces it with a complete output.
+    stats = streamblur.process_video(clip, out, codec="ffv1", overwrite=True)
+    assert stats["frames"] == 12 and out.read_bytes() != b"keep"
