@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Deliberate bugs, one at a time: does the suite catch each of them?
+
+Run by hand (not in CI; it takes a while):
+
+    tests/mutations.py                    # every mutation, C++ suites (ctest)
+    tests/mutations.py --python           # the pytest suite too (rebuilds the module per mutation)
+    tests/mutations.py -k rounding -k pts # only mutations whose name or class contains a word
+    STREAMBLUR_REQUIRE_GPU=1 tests/mutations.py --gpu   # on the GPU machine: the CUDA mutations too
+
+It clones the repository's HEAD into a scratch folder (the working tree is
+never touched), builds once, then for each mutation: replaces one exact
+piece of source text (it must occur exactly once, else the mutation is
+reported "stale": the code moved and the table needs updating), rebuilds,
+runs the tests, and restores the file. A mutation is "caught" when the tests
+fail, "missed" when they pass, "build" when it does not compile. It prints a
+table and exits 1 when any mutation is missed or stale.
+
+A mutation marked gpu=True lives in code that only the GPU runs; without
+--gpu it is listed as "not run". With --gpu the tests run with
+STREAMBLUR_REQUIRE_GPU=1, so a GPU test that skips counts as a failure of
+the set-up, not as a pass.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Mutation:
+    name: str
+    kind: str  # the class of bug (rounding, weights, borders, ...)
+    path: str
+    old: str
+    new: str
+    gpu: bool = False
+
+
+M = Mutation
+MUTATIONS = [
+    # ---- rounding
+    M("cpu-gauss-floor", "rounding", "kernels/src/cpu_blur.cpp",
+      "std::clamp(std::floor(v + 0.5f), 0.0f", "std::clamp(std::floor(v), 0.0f"),
+    M("cuda-gauss-floor", "rounding", "kernels/src/blur.cu",
+      "fminf(fmaxf(floorf(v + 0.5f), 0.0f), max_value)", "fminf(fmaxf(floorf(v), 0.0f), max_value)", gpu=True),
+    M("cpu-box-truncate", "rounding", "kernels/src/cpu_blur.cpp",
+      "out[s] = static_cast<T>((sum[s] + n / 2) / n);", "out[s] = static_cast<T>(sum[s] / n);"),
+    M("cuda-box-truncate-rows", "rounding", "kernels/src/blur.cu",
+      "out[x] = static_cast<T>((acc + box_count / 2) / box_count);  // exact, rounded half up",
+      "out[x] = static_cast<T>(acc / box_count);", gpu=True),
+    M("cuda-box-truncate-tiled", "rounding", "kernels/src/blur.cu",
+      "o[q] = static_cast<T>((acc[j][q] + box_count / 2) / box_count);", "o[q] = static_cast<T>(acc[j][q] / box_count);",
+      gpu=True),
+    M("cpu-p010-low-bits-truncate", "rounding", "kernels/src/cpu_blur.cpp",
+      "std::min<uint32_t>((row[s] + half) & ~((1u << shift) - 1), top)",
+      "std::min<uint32_t>((row[s]) & ~((1u << shift) - 1), top)"),
+    M("cuda-p010-low-bits-truncate", "rounding", "kernels/src/blur.cu",
+      "min((row[x] + half) & ~((1u << shift) - 1), top)", "min((row[x]) & ~((1u << shift) - 1), top)", gpu=True),
+    # ---- weights
+    M("gauss-sigma-squared", "weights", "kernels/src/params.cpp",
+      "std::exp(-static_cast<double>(i) * i / (2.0 * sigma * sigma))",
+      "std::exp(-static_cast<double>(i) * i / (sigma * sigma))"),
+    M("gauss-radius-2sigma", "weights", "kernels/src/params.cpp",
+      "std::ceil(3.0 * sigma)", "std::ceil(2.0 * sigma)"),
+    # ---- borders
+    M("cpu-vertical-border-wraps", "borders", "kernels/src/cpu_blur.cpp",
+      "tmp.row(std::clamp(y + k, 0, H - 1))", "tmp.row(((y + k) % H + H) % H)"),
+    # ---- chroma scaling and layout
+    M("chroma-sigma-not-scaled", "chroma", "pipeline/src/blur_filters.cpp",
+      "std::max(kMinSigma, sigma_ / (1 << lw))", "std::max(kMinSigma, sigma_)"),
+    # ---- each plane
+    M("gpu-download-drops-last-plane", "planes", "pipeline/src/pipeline.cpp",
+      """      for (int p = 0; p < layout_.num_planes; ++p)
+        av_image_copy_plane(out->data[p], out->linesize[p], host + s->offset[p], static_cast<int>(s->pitch[p]),""",
+      """      for (int p = 0; p < layout_.num_planes - 1; ++p)
+        av_image_copy_plane(out->data[p], out->linesize[p], host + s->offset[p], static_cast<int>(s->pitch[p]),""",
+      gpu=True),
+    # ---- timestamps and time bases
+    M("passthrough-no-rescale", "time bases", "io/src/writer.cpp",
+      "av_packet_rescale_ts(&packet, m.input_tbs[in_index], m.oc->streams[out_index]->time_base);",
+      "/* mutation: no rescale */"),
+    # ---- stream copy
+    M("no-sar", "stream copy", "io/src/writer.cpp",
+      "ctx->sample_aspect_ratio = sar;", "ctx->sample_aspect_ratio = AVRational{0, 1};"),
+    M("no-chroma-location", "stream copy", "io/src/writer.cpp",
+      "ctx->chroma_sample_location = first.chroma_location;", "/* mutation: no chroma location */"),
+    M("no-passthrough-disposition", "stream copy", "io/src/writer.cpp",
+      "    st->disposition = ist->disposition;\n    copy_stream_metadata(&st->metadata, ist->metadata);\n    stream_map",
+      "    copy_stream_metadata(&st->metadata, ist->metadata);\n    stream_map"),
+    M("no-passthrough-tags", "stream copy", "io/src/writer.cpp",
+      "    copy_stream_metadata(&st->metadata, ist->metadata);\n    stream_map", "    stream_map"),
+    # ---- colour tags
+    M("no-colour-range", "colour tags", "io/src/writer.cpp",
+      "ctx->color_range = first.color_range;", "/* mutation: no colour range */"),
+    # ---- overwrite refusal and temp files
+    M("overwrite-not-refused", "overwrite", "pipeline/src/pipeline.cpp",
+      "if (fs::exists(opt_.output, ec) && !opt_.overwrite)", "if (false && fs::exists(opt_.output, ec))"),
+    M("temp-left-on-failure", "temp files", "pipeline/src/pipeline.cpp",
+      "        if (directory) fs::remove_all(path, ec);\n        else fs::remove(path, ec);",
+      "        (void)directory;"),
+    # ---- metadata
+    M("no-chapters", "metadata", "io/src/writer.cpp",
+      "av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0);",
+      "av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0); oc->nb_chapters = 0;"),
+]
+
+
+def run(cmd, cwd, env=None, log=None, timeout=3600):
+    r = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout)
+    if log is not None:
+        with open(log, "a") as f:
+            f.write(f"$ {' '.join(cmd)}\n{r.stdout}\n")
+    return r.returncode
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-k", action="append", default=[], help="only mutations whose name or class contains this")
+    ap.add_argument("--gpu", action="store_true", help="run the gpu=True mutations too (STREAMBLUR_REQUIRE_GPU=1)")
+    ap.add_argument("--python", action="store_true", help="also rebuild the Python module and run pytest")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch clone")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("-R", dest="regex", default="", help="run only the ctest tests matching this regex")
+    a = ap.parse_args()
+    chosen = [m for m in MUTATIONS if not a.k or any(k in m.name or k in m.kind for k in a.k)]
+    if a.list:
+        for m in chosen:
+            print(f"{m.name:34} {m.kind:12} {m.path}{'  (gpu)' if m.gpu else ''}")
+        return 0
+
+    scratch = tempfile.mkdtemp(prefix="streamblur-mutations-")
+    src, build, log = os.path.join(scratch, "src"), os.path.join(scratch, "build"), os.path.join(scratch, "log.txt")
+    print(f"scratch clone: {src}; log: {log}", flush=True)
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", root, src], check=True)
+    env = dict(os.environ)
+    env["PATH"] = "/usr/local/cuda/bin:" + env.get("PATH", "")
+    if a.gpu:
+        env["STREAMBLUR_REQUIRE_GPU"] = "1"
+    cfg = ["cmake", "-S", src, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DSTREAMBLUR_BUILD_TESTS=ON",
+           "-DSTREAMBLUR_BUILD_APPS=ON"]
+    if shutil.which("ccache"):
+        cfg += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]
+    if env.get("CMAKE_CUDA_ARCHITECTURES"):
+        cfg.append("-DCMAKE_CUDA_ARCHITECTURES=" + env["CMAKE_CUDA_ARCHITECTURES"])
+    jobs = str(os.cpu_count() or 2)
+    pydir = os.path.join(scratch, "py")
+
+    def tests_pass():
+        if run(["cmake", "--build", build, "-j", jobs], src, env, log) != 0:
+            return None
+        ok = run(["ctest", "--test-dir", build, "-j", jobs, "--no-tests=error", "--output-on-failure"] +
+                 (["-R", a.regex] if a.regex else []), src, env, log) == 0
+        if ok and a.python:
+            penv = dict(env, CMAKE_ARGS=" ".join(c for c in cfg if c.startswith("-DCMAKE_C")))
+            if run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--upgrade", "--target",
+                    pydir, "./python"], src, penv, log) != 0:
+                return None
+            ok = run([sys.executable, "-m", "pytest", "-q", "-x", "python/tests"], src,
+                     dict(env, PYTHONPATH=pydir), log) == 0
+        return ok
+
+    if run(cfg, src, env, log) != 0 or not tests_pass():
+        print(f"the unmutated tree does not build or pass its tests; see {log}")
+        return 2
+
+    results = []
+    for m in chosen:
+        if m.gpu and not a.gpu:
+            results.append((m, "not run", 0.0))
+            continue
+        path = os.path.join(src, m.path)
+        text = open(path).read()
+        if text.count(m.old) != 1:
+            results.append((m, "stale", 0.0))
+            continue
+        t0 = time.time()
+        with open(log, "a") as f:
+            f.write(f"\n===== mutation {m.name}\n")
+        open(path, "w").write(text.replace(m.old, m.new))
+        try:
+            ok = tests_pass()
+        finally:
+            open(path, "w").write(text)
+        status = "build" if ok is None else "MISSED" if ok else "caught"
+        results.append((m, status, time.time() - t0))
+        print(f"{m.name:34} {m.kind:12} {status}", flush=True)
+    run(["cmake", "--build", build, "-j", jobs], src, env, log)  # leave the clone built as it was
+
+    print("\n| mutation | class | file | result |\n|---|---|---|---|")
+    for m, status, _ in results:
+        print(f"| {m.name} | {m.kind} | {m.path} | {status} |")
+    bad = [m.name for m, s, _ in results if s in ("MISSED", "stale")]
+    if not a.keep and not bad:
+        shutil.rmtree(scratch, ignore_errors=True)
+    elif bad:
+        print(f"kept {scratch} (log: {log})")
+    if bad:
+        print("missed or stale: " + ", ".join(bad))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
