@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: build (Release), run every GoogleTest program through
-# ctest, then build the Python module and run its pytest suite. GPU tests skip
+# ctest, install into a scratch prefix and build a consumer project against
+# it, then build the Python module and run its pytest suite. GPU tests skip
 # themselves where no CUDA device is present. Exits non-zero on any failure.
 #   tests/run.sh            # assumes the dependencies are installed
 #   tests/run.sh --install  # installs them first (apps/install-deps.sh)
@@ -14,6 +15,7 @@ jobs="$(nproc)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTREAMBLUR_BUILD_TESTS=ON -DSTREAMBLUR_BUILD_APPS=ON ${CMAKE_CUDA_ARCHITECTURES:+-DCMAKE_CUDA_ARCHITECTURES=$CMAKE_CUDA_ARCHITECTURES}
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs"
+bash tests/install_test.sh "$build"   # cmake --install, then a consumer project via find_package and pkg-config
 if [ -f python/pyproject.toml ]; then
   python3 -m pip install -q --disable-pip-version-check --no-build-isolation ./python
   MPLBACKEND=Agg python3 -m pytest -q python/tests

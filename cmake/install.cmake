@@ -1,0 +1,43 @@
+# cmake --install build --prefix P: the public headers, the three libraries
+# (static unless BUILD_SHARED_LIBS), a CMake package with the targets
+# streamblur::kernels, streamblur::io and streamblur::pipeline, and a
+# pkg-config file. The programs install themselves (apps/CMakeLists.txt).
+include(CMakePackageConfigHelpers)
+
+set(STREAMBLUR_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/streamblur")
+
+install(TARGETS streamblur_kernels streamblur_io streamblur_pipeline
+        EXPORT streamblurTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+foreach(part kernels io pipeline)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${part}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+          FILES_MATCHING PATTERN "*.hpp")
+endforeach()
+
+install(EXPORT streamblurTargets NAMESPACE streamblur:: DESTINATION ${STREAMBLUR_CMAKE_DIR})
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/streamblurConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/streamblurConfig.cmake
+                              INSTALL_DESTINATION ${STREAMBLUR_CMAKE_DIR})
+# 0.x: a minor release may break the API, so only the same minor version matches.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/streamblurConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/streamblurConfig.cmake ${PROJECT_BINARY_DIR}/streamblurConfigVersion.cmake
+        DESTINATION ${STREAMBLUR_CMAKE_DIR})
+
+# pkg-config: FFmpeg and TBB through their own .pc files; the CUDA runtime by
+# path (the toolkit ships no .pc on the default search path).
+if(BUILD_SHARED_LIBS)
+  set(STREAMBLUR_PC_LIBS_PRIVATE "-L${CUDAToolkit_LIBRARY_DIR} -lcudart")
+  set(STREAMBLUR_PC_LIBS_EXTRA "")
+else()
+  set(STREAMBLUR_PC_LIBS_PRIVATE "")
+  set(STREAMBLUR_PC_LIBS_EXTRA "-L${CUDAToolkit_LIBRARY_DIR} -lcudart -lpthread")
+endif()
+# The prefix is found from the .pc file's own place, so `cmake --install
+# --prefix P` (a prefix chosen after configuring) gives a correct file.
+file(RELATIVE_PATH STREAMBLUR_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+set(STREAMBLUR_PC_PREFIX "\${pcfiledir}/${STREAMBLUR_PC_UP}")
+configure_file(${CMAKE_CURRENT_LIST_DIR}/streamblur.pc.in ${PROJECT_BINARY_DIR}/streamblur.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/streamblur.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The installable package, as a user gets it: `cmake --install` the given
+# build into a fresh prefix, build tests/consumer against it with
+# find_package(streamblur), run it, and compile it once more with pkg-config.
+#   tests/install_test.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="$(cd "$root" && cd "${1:-build}" && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export PATH="/usr/local/cuda/bin:$PATH"
+cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
+# Everything a user needs is there.
+for f in include/streamblur/pipeline/pipeline.hpp include/streamblur/kernels/cuda_blur.hpp \
+         include/streamblur/io/reader.hpp bin/streamblur bin/streamblur-bench; do
+  [ -e "$work/prefix/$f" ] || { echo "install_test: $f is not installed" >&2; exit 1; }
+done
+cfg="$(find "$work/prefix" -name streamblurConfig.cmake)"
+pc="$(find "$work/prefix" -name streamblur.pc)"
+[ -n "$cfg" ] && [ -n "$pc" ] || { echo "install_test: no streamblurConfig.cmake or streamblur.pc" >&2; exit 1; }
+"$work/prefix/bin/streamblur" --version > /dev/null
+
+# CMake: find_package(streamblur) in a project of its own.
+cmake -S "$root/tests/consumer" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/consumer.log" || { cat "$work/consumer.log"; exit 1; }
+cmake --build "$work/consumer" > "$work/consumer-build.log" || { cat "$work/consumer-build.log"; exit 1; }
+"$work/consumer/consumer" "$work/run-cmake"
+
+# pkg-config: the same program, compiled and linked from the .pc file alone.
+export PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+# shellcheck disable=SC2046
+g++ -std=c++20 -O1 "$root/tests/consumer/main.cpp" -o "$work/consumer-pc" $(pkg-config --cflags --libs streamblur)
+"$work/consumer-pc" "$work/run-pc"
+echo "install_test: the installed package builds and runs a consumer (CMake and pkg-config)"
