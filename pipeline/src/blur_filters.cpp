@@ -13,6 +13,7 @@
 
 #include "streamblur/kernels/cpu_blur.hpp"
 #include "streamblur/kernels/cuda_blur.hpp"
+#include "streamblur/kernels/effects.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "streamblur/pipeline/filter.hpp"
 
@@ -199,6 +200,105 @@ class BoxFilter final : public BlurFilterBase {
   std::array<std::vector<uint32_t>, 4> tmp_;
 };
 
+// unsharp: src + amount * (src - gaussian(src)); sigma scales on chroma like
+// gblur's. threshold is in 8-bit units (x257 on 16-bit planes).
+class UnsharpFilter final : public BlurFilterBase {
+ public:
+  explicit UnsharpFilter(const OptionValues& v)
+      : BlurFilterBase("unsharp", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
+        sigma_(v.at("sigma")), sigma_v_(v.at("sigmaV") < 0 ? v.at("sigma") : v.at("sigmaV")), amount_(v.at("amount")),
+        threshold_(v.at("threshold")) {
+    UnsharpParams p;
+    p.sigma_x = sigma_;
+    p.sigma_y = sigma_v_;
+    p.amount = amount_;
+    p.threshold = threshold_;
+    check_unsharp(p);
+  }
+  std::string describe() const override {
+    std::ostringstream s;
+    s << "unsharp(sigma=" << sigma_ << ",sigmaV=" << sigma_v_ << ",amount=" << amount_ << ",threshold=" << threshold_
+      << fields_note() << ")";
+    return s.str();
+  }
+  void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) override {
+    if (d.bytes_per_sample == 1) run<uint8_t>(p, d, stream);
+    else run<uint16_t>(p, d, stream);
+  }
+
+ private:
+  template <class T>
+  void run(int p, const AnyPlane& d, cudaStream_t stream) {
+    if (backend_ == Backend::Cuda) return gpu_[p]->apply<T>(typed<T>(d), stream);
+    const Plane<T> plane = typed<T>(d);
+    tmp_[p].resize(static_cast<size_t>(plane.samples_per_row()) * plane.height);
+    const cpu::Unsharp& op = *cpu_[p];
+    tbb::parallel_for(tbb::blocked_range<int>(0, plane.height, 8), [&](const tbb::blocked_range<int>& r) {
+      op.horizontal_rows<T>(Plane<const T>(plane), tmp_[p], r.begin(), r.end());
+    });
+    tbb::parallel_for(tbb::blocked_range<int>(0, plane.height, 8), [&](const tbb::blocked_range<int>& r) {
+      op.combine_rows<T>(tmp_[p], plane, r.begin(), r.end());
+    });
+  }
+  void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) override {
+    UnsharpParams u;
+    u.sigma_x = std::max(kMinSigma, sigma_ / (1 << lw));
+    u.sigma_y = std::max(kMinSigma, sigma_v_ / (1 << lh));
+    u.amount = amount_;
+    u.threshold = threshold_ * (bytes == 2 ? 257.0 : 1.0);
+    if (backend_ == Backend::Cuda) {
+      gpu_[p] = std::make_unique<cuda::Unsharp>(u);
+      gpu_[p]->reserve(pl.width, pl.height, pl.channels);
+    } else {
+      cpu_[p] = std::make_unique<cpu::Unsharp>(u);
+    }
+  }
+  double sigma_, sigma_v_, amount_, threshold_;
+  std::array<std::unique_ptr<cpu::Unsharp>, 4> cpu_;
+  std::array<std::unique_ptr<cuda::Unsharp>, 4> gpu_;
+  std::array<std::vector<float>, 4> tmp_;
+
+ public:
+  std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
+};
+
+// pixelate: block x block_y cells, each the exact mean of its samples; on
+// subsampled chroma the cells shrink with the subsampling (chroma_scale=1) so
+// they cover the same picture area as on luma.
+class PixelateFilter final : public BlurFilterBase {
+ public:
+  explicit PixelateFilter(const OptionValues& v)
+      : BlurFilterBase("pixelate", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
+        block_(static_cast<int>(v.at("block"))),
+        block_y_(v.at("block_y") < 0 ? block_ : static_cast<int>(v.at("block_y"))) {
+    check_pixelate(block_, block_y_);
+  }
+  std::string describe() const override {
+    return "pixelate(block=" + std::to_string(block_) + ",block_y=" + std::to_string(block_y_) + fields_note() + ")";
+  }
+  void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) override {
+    if (d.bytes_per_sample == 1) run<uint8_t>(p, d, stream);
+    else run<uint16_t>(p, d, stream);
+  }
+
+ private:
+  template <class T>
+  void run(int p, const AnyPlane& d, cudaStream_t stream) {
+    const Plane<T> plane = typed<T>(d);
+    if (backend_ == Backend::Cuda) return cuda::pixelate<T>(plane, bx_[p], by_[p], stream);
+    tbb::parallel_for(tbb::blocked_range<int>(0, cpu::cell_rows(plane.height, by_[p])),
+                      [&](const tbb::blocked_range<int>& r) {
+                        cpu::pixelate_cell_rows<T>(plane, bx_[p], by_[p], r.begin(), r.end());
+                      });
+  }
+  void make_plane(int p, int lw, int lh, const PlaneLayout&, int) override {
+    bx_[p] = std::max(1, static_cast<int>(std::lround(block_ / double(1 << lw))));
+    by_[p] = std::max(1, static_cast<int>(std::lround(block_y_ / double(1 << lh))));
+  }
+  int block_, block_y_;
+  std::array<int, 4> bx_{}, by_{};
+};
+
 OptionSpec planes_option() {
   return {"planes", "planes to filter: all, letters of 'yuva' or 'rgb', or a plane mask 0..15", OptionType::Planes,
           double(kCompY | kCompU | kCompV | kCompA | kCompRGB), 0, 0};
@@ -231,6 +331,26 @@ std::vector<FilterInfo> make_blur_filters() {
                 chroma_scale_option(),
                 fields_option()},
                [](const OptionValues& v) { return std::make_unique<BoxFilter>(v); }});
+  r.push_back({"unsharp", "sharpen: src + amount * (src - gblur(src)), rounded half up and clamped; where "
+                          "|src - gblur(src)| < threshold the sample is kept",
+               {{"sigma", "standard deviation of the blur taken away, in pixels", OptionType::Double, 1.0, kMinSigma,
+                 kMaxSigma},
+                {"amount", "strength; 0 = identity, negative softens", OptionType::Double, 1.0, -2.0, 10.0},
+                {"threshold", "smallest |src - blur| that is sharpened, in 8-bit units (x257 on 16-bit planes)",
+                 OptionType::Double, 0, 0, 255},
+                {"sigmaV", "vertical sigma; -1 = same as sigma", OptionType::Double, -1, -1, kMaxSigma},
+                planes_option(),
+                chroma_scale_option(),
+                fields_option()},
+               [](const OptionValues& v) { return std::make_unique<UnsharpFilter>(v); }});
+  r.push_back({"pixelate", "mosaic: each block x block_y cell (grid from the top-left corner, partial cells at the "
+                           "right and bottom) becomes the exact mean of its samples, rounded half up",
+               {{"block", "cell width (and height) in pixels", OptionType::Int, 16, 1, 4096},
+                {"block_y", "cell height; -1 = same as block", OptionType::Int, -1, -1, 4096},
+                planes_option(),
+                chroma_scale_option(),
+                fields_option()},
+               [](const OptionValues& v) { return std::make_unique<PixelateFilter>(v); }});
   return r;
 }
 
