@@ -17,10 +17,12 @@ extern "C" {
 #include <libavutil/log.h>
 }
 
+#include "bench_cpu_kernels.hpp"
 #include "bench_kernels.hpp"
 #include "streamblur/io/log.hpp"
 #include "bench_pipeline.hpp"
 #include "bench_scale.hpp"
+#include "streamblur/kernels/cpu_blur.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/pipeline/batch.hpp"
 #include "streamblur/io/synthetic_clip.hpp"
@@ -161,9 +163,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string json_path;
   bool quick = false;
-  auto* kernels = app.add_subcommand("kernels", "GPU time per 8-bit plane against a device copy of the same bytes and NPP");
+  auto* kernels = app.add_subcommand("kernels", "GPU time per 8-bit plane against a device copy of the same bytes and NPP "
+                                                "(--backend cpu: the CPU filters against a parallel copy)");
   kernels->add_option("--json", json_path, "write every figure to FILE");
   kernels->add_flag("--quick", quick, "one small size and fewer samples (a smoke test)");
+  std::string kernel_backend = "cuda";
+  streamblur::bench::CpuKernelBenchOptions cpu_kopt;
+  std::string cpu_size = "3840x2160";
+  kernels->add_option("--backend", kernel_backend, "cuda (default) or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
+  kernels->add_option("--threads", cpu_kopt.threads, "cpu: worker threads (0: every core)")->check(CLI::Range(0, 1024));
+  kernels->add_option("--size", cpu_size, "cpu: plane size WIDTHxHEIGHT (default 3840x2160)");
   auto* make_clip = app.add_subcommand("make-clip", "write a deterministic sample clip (moving content, film grain, AAC audio)");
   std::string clip_path, clip_size = "1280x720", clip_codec = "libx264";
   int clip_frames = 120;
@@ -245,7 +254,33 @@ int main(int argc, char** argv) {
       std::printf("wrote %s (%dx%d, %d frames%s)\n", clip_path.c_str(), spec.width, spec.height, spec.frames,
                   spec.audio ? ", AAC audio" : "");
     }
-    if (*kernels) {
+    if (*kernels && kernel_backend == "cpu") {
+      if (std::sscanf(cpu_size.c_str(), "%dx%d", &cpu_kopt.width, &cpu_kopt.height) != 2 || cpu_kopt.width < 1 ||
+          cpu_kopt.height < 1)
+        throw std::invalid_argument("--size: expected WIDTHxHEIGHT, got '" + cpu_size + "'");
+      if (quick) {
+        cpu_kopt.width = 640;
+        cpu_kopt.height = 360;
+        cpu_kopt.samples = 3;
+      }
+      const auto rs = streamblur::bench::run_cpu_kernel_bench(cpu_kopt);
+      std::printf("CPU filters, one %dx%d 8-bit plane in place, %s threads, SIMD %s; median of %d passes\n",
+                  cpu_kopt.width, cpu_kopt.height,
+                  cpu_kopt.threads ? std::to_string(cpu_kopt.threads).c_str() : "all", streamblur::cpu::simd_target(),
+                  cpu_kopt.samples);
+      std::printf("%-20s %10s %10s %9s\n", "filter", "ms", "copy_ms", "x_copy");
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& r : rs) {
+        std::printf("%-20s %10.3f %10.3f %9.2f\n", r.spec.c_str(), r.ours_ms, r.copy_ms, r.ours_ms / r.copy_ms);
+        rows.push_back({{"filter", r.spec}, {"width", r.width}, {"height", r.height}, {"ms", r.ours_ms},
+                        {"copy_ms", r.copy_ms}});
+      }
+      if (!json_path.empty())
+        std::ofstream(json_path) << nlohmann::json{{"cpu_kernels", rows}, {"threads", cpu_kopt.threads},
+                                                   {"simd", streamblur::cpu::simd_target()}}
+                                        .dump(2)
+                                 << "\n";
+    } else if (*kernels) {
       const auto results = kernel_table(quick);
       if (!json_path.empty()) std::ofstream(json_path) << nlohmann::json{{"kernels", kernel_json(results)}}.dump(2) << "\n";
     }

@@ -40,6 +40,24 @@ void cpu_blur_plane(const Op& op, Plane<T> plane, std::vector<Tmp>& tmp, int ver
   });
 }
 
+// The box: rows in parallel for the horizontal running sums, then column
+// strips in parallel for the vertical ones (each strip slides down the whole
+// height, so no part re-sums 2r+1 rows to start, whatever r is).
+template <class T>
+void cpu_box_plane(const cpu::BoxBlur& op, Plane<T> plane, std::vector<uint32_t>& tmp) {
+  const int S = plane.samples_per_row(), H = plane.height;
+  tmp.resize(static_cast<size_t>(S) * H);
+  Plane<uint32_t> t(tmp.data(), plane.width, H, static_cast<std::ptrdiff_t>(S) * sizeof(uint32_t), plane.channels);
+  tbb::parallel_for(tbb::blocked_range<int>(0, H, 8), [&](const tbb::blocked_range<int>& r) {
+    op.horizontal_rows<T>(Plane<const T>(plane), t, r.begin(), r.end());
+  });
+  constexpr int kStrip = 128;  // samples: whole cache lines of sums and output, several SIMD vectors
+  const int strips = (S + kStrip - 1) / kStrip;
+  tbb::parallel_for(tbb::blocked_range<int>(0, strips), [&](const tbb::blocked_range<int>& r) {
+    op.vertical_columns<T>(Plane<const uint32_t>(t), plane, r.begin() * kStrip, std::min(S, r.end() * kStrip));
+  });
+}
+
 // Device memory of per-plane CUDA blurs.
 template <class GpuBlur>
 std::size_t sum_device_bytes(const std::array<std::unique_ptr<GpuBlur>, 4>& planes) {
@@ -174,10 +192,8 @@ class BoxFilter final : public BlurFilterBase {
       if (d.bytes_per_sample == 1) gpu_[p]->apply<uint8_t>(typed<const uint8_t>(d), typed<uint8_t>(d), stream);
       else gpu_[p]->apply<uint16_t>(typed<const uint16_t>(d), typed<uint16_t>(d), stream);
     } else {
-      // Each vertical range first sums 2r+1 rows: keep ranges long against that.
-      const int grain = std::max(32, 2 * cpu_[p]->radius_y() + 1);
-      if (d.bytes_per_sample == 1) cpu_blur_plane<uint8_t>(*cpu_[p], typed<uint8_t>(d), tmp_[p], grain);
-      else cpu_blur_plane<uint16_t>(*cpu_[p], typed<uint16_t>(d), tmp_[p], grain);
+      if (d.bytes_per_sample == 1) cpu_box_plane<uint8_t>(*cpu_[p], typed<uint8_t>(d), tmp_[p]);
+      else cpu_box_plane<uint16_t>(*cpu_[p], typed<uint16_t>(d), tmp_[p]);
     }
   }
 

@@ -15,6 +15,16 @@ namespace streamblur::cpu {
 // largest such 16-bit value), for formats whose value sits in the high bits (P010).
 void round_to_high_bits(Plane<uint16_t> plane, int shift);
 
+// The inner loops are SIMD (Google Highway), compiled for every instruction
+// set Highway targets here and chosen at run time. simd_target() names the
+// one in use ("AVX2", "AVX3", "SSE4", "NEON", ...); simd_targets() lists those
+// this build contains and this machine runs; force_simd_target(t) restricts
+// the choice to t (tests and benchmarks; 0 restores the best). Not thread-safe
+// against blurs running at the same time.
+const char* simd_target();
+std::vector<int64_t> simd_targets();
+void force_simd_target(int64_t target);
+
 class GaussianBlur {
  public:
   GaussianBlur(double sigma, int radius = -1) : GaussianBlur(sigma, sigma, radius, radius) {}
@@ -28,7 +38,7 @@ class GaussianBlur {
 
  private:
   int radius_x_, radius_y_;
-  std::vector<float> weights_x_, weights_y_;
+  std::vector<float> weights_x_, weights_y_;  // the centre weight, then distances 1..r
 };
 
 class BoxBlur {
@@ -39,9 +49,14 @@ class BoxBlur {
   int radius_y() const noexcept { return radius_y_; }
   template <class T> void horizontal_rows(Plane<const T> src, Plane<uint32_t> tmp, int y0, int y1) const;
   template <class T> void vertical_rows(Plane<const uint32_t> tmp, Plane<T> dst, int y0, int y1) const;
+  // The vertical pass over samples [s0, s1) of every row (a column strip):
+  // strips split the work without each part re-summing 2r+1 rows to start.
+  template <class T> void vertical_columns(Plane<const uint32_t> tmp, Plane<T> dst, int s0, int s1) const;
   template <class T> void apply(Plane<const T> src, Plane<T> dst, std::vector<uint32_t>& tmp) const;
 
  private:
+  template <class T>
+  void vertical_block(Plane<const uint32_t> tmp, Plane<T> dst, int y0, int y1, int s0, int s1) const;
   int radius_x_, radius_y_;
 };
 
