@@ -299,28 +299,42 @@ std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const Frame
   return entry;
 }
 
-// Runs `spec` from src into dst (dst may be src: in place).
-void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, const std::string& backend_name,
-                uintptr_t stream_handle) {
-  const Image src = describe(src_arr, "image");
-  const Image dst = describe(InArray(dst_arr), "out=");
-  check_same_shape(src, dst);
-  const Backend backend = pick_backend(backend_name, src, dst);
-  const FrameLayout layout = one_plane_layout(src);
-  const bool managed = src.memory == Memory::Managed || dst.memory == Memory::Managed;
-
-  if (backend == Backend::Cpu) {
-    FilterChain chain(parse_filter_chain(spec));
+// Calls that returned with their GPU work still queued keep their arrays
+// here until an event after that work has completed, so a caller who drops
+// the arrays at once (their framework may hand the memory to new arrays on
+// another stream) cannot have the kernels read or write freed memory. As
+// CV-CUDA's ResourceGuard and PyTorch's record_stream, but released from
+// Python's side (with the GIL) on the next call or at exit, never from a CUDA
+// callback. Guarded by the GIL.
+struct QueuedCall {
+  cuda::CudaEvent done;  // recorded after the call's work
+  InArray src;
+  OutArray dst;
+};
+std::vector<std::unique_ptr<QueuedCall>>& queued_calls() {
+  static auto* calls = new std::vector<std::unique_ptr<QueuedCall>>();  // never destroyed: cleared at exit
+  return *calls;
+}
+// Drops the arrays of every queued call whose work has completed; with
+// wait=true waits for all first (module exit). Returns how many are still held.
+std::size_t release_queued_calls(bool wait) {
+  auto& calls = queued_calls();
+  if (wait && !calls.empty()) {
     nb::gil_scoped_release no_gil;
-    if (managed) CUDA_CHECK(cudaDeviceSynchronize());  // no GPU work may be writing it
-    chain.configure(layout, Backend::Cpu);
-    copy_rows_host(src, dst);
-    chain.apply({dst.plane()}, 1, nullptr);
-    return;
+    for (auto& c : calls) cudaEventSynchronize(c->done.get());  // exit path: errors are not reported here
   }
+  std::erase_if(calls, [&](const std::unique_ptr<QueuedCall>& c) {
+    const cudaError_t rc = cudaEventQuery(c->done.get());
+    return rc != cudaErrorNotReady;  // done, or failed (nothing left to protect)
+  });
+  return calls.size();
+}
 
-  nb::gil_scoped_release no_gil;
-  auto stream = reinterpret_cast<cudaStream_t>(stream_handle);
+// The CUDA path of run_filter, without the GIL. Returns the event recorded
+// after the work when it returns with the work still queued (device output);
+// nothing when it waited.
+std::unique_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& dst, const std::string& spec,
+                                                 const FrameLayout& layout, bool managed, cudaStream_t stream) {
   const std::shared_ptr<CachedChain> entry = cuda_chain_for(spec, layout);
   std::lock_guard<std::mutex> lock(entry->in_use);
   FilterChain& chain = entry->chain;
@@ -331,8 +345,11 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
       chain.apply({dst.plane()}, 1, stream);
       entry->last_use.record(stream);
       // Device output: no host wait. The work is ordered on `stream`, as the
-      // caller's own work on that stream is.
-      return;
+      // caller's own work on that stream is; the caller keeps the arrays
+      // referenced until it has run (queued_calls).
+      auto done = std::make_unique<cuda::CudaEvent>();
+      done->record(stream);
+      return done;
     }
     // Host or managed output: blur in a packed device buffer (host) or in
     // place (managed), and wait, since the host reads the result next.
@@ -362,9 +379,45 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
     // Without concurrent managed access the host may not touch managed
     // memory while any kernel runs.
     if (managed) CUDA_CHECK(cudaDeviceSynchronize());
+    return nullptr;
   } catch (...) {
     cudaStreamSynchronize(stream);  // never free buffers under queued work
     throw;
+  }
+}
+
+// Runs `spec` from src into dst (dst may be src: in place).
+void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, const std::string& backend_name,
+                uintptr_t stream_handle) {
+  release_queued_calls(false);
+  const Image src = describe(src_arr, "image");
+  const Image dst = describe(InArray(dst_arr), "out=");
+  check_same_shape(src, dst);
+  const Backend backend = pick_backend(backend_name, src, dst);
+  const FrameLayout layout = one_plane_layout(src);
+  const bool managed = src.memory == Memory::Managed || dst.memory == Memory::Managed;
+
+  if (backend == Backend::Cpu) {
+    FilterChain chain(parse_filter_chain(spec));
+    nb::gil_scoped_release no_gil;
+    if (managed) CUDA_CHECK(cudaDeviceSynchronize());  // no GPU work may be writing it
+    chain.configure(layout, Backend::Cpu);
+    copy_rows_host(src, dst);
+    chain.apply({dst.plane()}, 1, nullptr);
+    return;
+  }
+
+  std::unique_ptr<cuda::CudaEvent> done;
+  {
+    nb::gil_scoped_release no_gil;
+    done = run_filter_cuda(src, dst, spec, layout, managed, reinterpret_cast<cudaStream_t>(stream_handle));
+  }
+  if (done) {  // with the GIL again: the references are Python's
+    auto call = std::make_unique<QueuedCall>();
+    call->done = std::move(*done);
+    call->src = src_arr;
+    call->dst = dst_arr;
+    queued_calls().push_back(std::move(call));
   }
 }
 
@@ -1050,6 +1103,9 @@ NB_MODULE(_streamblur, m) {
   m.def("parse_device_list", &parse_device_list, "text"_a, "[] for 'all', else the listed device indices.");
   m.def("write_test_clip", &write_test_clip, "path"_a, "width"_a, "height"_a, "frames"_a, "codec"_a, "pix_fmt"_a,
         "fps"_a, "noise"_a, "preset"_a, "audio_codec"_a);
+  m.def("release_queued_calls", &release_queued_calls, "wait"_a,
+        "Drops the arrays held for calls whose GPU work has completed (wait=True: waits for all); returns how many "
+        "calls still hold theirs.");
   m.def("cuda_cache_stats", &cuda_cache_stats,
         "Counts of CUDA chains configured and staging buffers allocated by the blurs since import.");
   nb::class_<FrameStream>(m, "FrameStream",

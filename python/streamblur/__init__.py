@@ -618,6 +618,9 @@ def _close_open_iterators() -> None:
 
 
 atexit.register(_close_open_iterators)
+# Calls on device arrays may return with their GPU work queued; the module holds
+# their arrays until it has run. At exit: wait for it, then let them go.
+atexit.register(lambda: _ext.release_queued_calls(True))
 
 _ARRAY_KIND = {"numpy": 0, "cupy": 1, "torch": 2}
 

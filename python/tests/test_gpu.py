@@ -209,3 +209,37 @@ def test_repeated_calls_allocate_nothing(gpu, where, request):
     streamblur.gaussian_blur(host[:40, :30].copy() if where == "numpy" else img[:40, :30].copy(), 1.7)
     grown = streamblur._cuda_cache_stats()
     assert grown["chains_configured"] == after["chains_configured"] + 1
+
+
+def test_arrays_dropped_while_work_is_queued_stay_alive(cupy):
+    # A call on device arrays returns with its kernels queued on the given
+    # stream. The caller drops input and output at once and CuPy's pool hands
+    # the input's memory to a new array, filled on another stream right away.
+    # The module holds both arrays until its work has run, so the pool cannot
+    # reuse them and the result is untouched.
+    cp = cupy
+    host = pattern((3000, 4000), np.uint8, seed=5)
+    want = streamblur.gaussian_blur(host, 12.0, backend="cpu")
+    s = cp.cuda.Stream(non_blocking=True)
+    for _ in range(3):
+        x = cp.asarray(host)
+        out = cp.empty_like(x)
+        cp.cuda.Device().synchronize()
+        streamblur.gaussian_blur(x, 12.0, out=out, stream=s)  # a slow blur, still queued on return
+        held = {x.data.ptr, out.data.ptr}
+        del x, out
+        junk = [cp.full(host.shape, 255, dtype=cp.uint8) for _ in range(2)]  # CuPy's pool reuses freed blocks first
+        s.synchronize()
+        assert not held & {j.data.ptr for j in junk}, "an array's memory was reused while its work was queued"
+        del junk
+    # The held arrays are let go once their work has run.
+    assert streamblur._ext.release_queued_calls(False) == 0
+    # And the result, when the caller does keep the output, is right.
+    x = cp.asarray(host)
+    out = cp.empty_like(x)
+    streamblur.gaussian_blur(x, 12.0, out=out, stream=s)
+    del x
+    junk = cp.full(host.shape, 255, dtype=cp.uint8)
+    s.synchronize()
+    assert max_diff(cp.asnumpy(out), want) <= 1
+    del junk
