@@ -133,10 +133,25 @@ class BlurFilterBase : public Filter {
   std::array<bool, 4> touched_{};
 };
 
-class GaussianFilter final : public BlurFilterBase {
+// Dispatches a plane (or field) to Derived::run<T> by its sample size, so a
+// filter writes one template for both and its plane set-up, nothing else.
+template <class Derived>
+class TypedFilter : public BlurFilterBase {
+ public:
+  using BlurFilterBase::BlurFilterBase;
+
+ protected:
+  void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) final {
+    auto& self = static_cast<Derived&>(*this);
+    if (d.bytes_per_sample == 1) self.template run<uint8_t>(p, typed<uint8_t>(d), stream);
+    else self.template run<uint16_t>(p, typed<uint16_t>(d), stream);
+  }
+};
+
+class GaussianFilter final : public TypedFilter<GaussianFilter> {
  public:
   explicit GaussianFilter(const OptionValues& v)
-      : BlurFilterBase("gblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
+      : TypedFilter("gblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
         sigma_(v.at("sigma")), sigma_v_(v.at("sigmaV") < 0 ? v.at("sigma") : v.at("sigmaV")),
         radius_(static_cast<int>(v.at("radius"))) {
     if (v.at("sigmaV") >= 0 && v.at("sigmaV") < kMinSigma)
@@ -148,14 +163,10 @@ class GaussianFilter final : public BlurFilterBase {
     s << "gblur(sigma=" << sigma_ << ",sigmaV=" << sigma_v_ << ",radius=" << radius_ << fields_note() << ")";
     return s.str();
   }
-  void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) override {
-    if (backend_ == Backend::Cuda) {
-      if (d.bytes_per_sample == 1) gpu_[p]->apply<uint8_t>(typed<const uint8_t>(d), typed<uint8_t>(d), stream);
-      else gpu_[p]->apply<uint16_t>(typed<const uint16_t>(d), typed<uint16_t>(d), stream);
-    } else {
-      if (d.bytes_per_sample == 1) cpu_blur_plane<uint8_t>(*cpu_[p], typed<uint8_t>(d), tmp_[p], 8);
-      else cpu_blur_plane<uint16_t>(*cpu_[p], typed<uint16_t>(d), tmp_[p], 8);
-    }
+  template <class T>
+  void run(int p, Plane<T> plane, cudaStream_t stream) {
+    if (backend_ == Backend::Cuda) gpu_[p]->apply<T>(Plane<const T>(plane), plane, stream);
+    else cpu_blur_plane<T>(*cpu_[p], plane, tmp_[p], 8);
   }
 
  private:
@@ -179,22 +190,18 @@ class GaussianFilter final : public BlurFilterBase {
   std::array<std::vector<float>, 4> tmp_;
 };
 
-class BoxFilter final : public BlurFilterBase {
+class BoxFilter final : public TypedFilter<BoxFilter> {
  public:
   explicit BoxFilter(const OptionValues& v)
-      : BlurFilterBase("boxblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
+      : TypedFilter("boxblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
         radius_(static_cast<int>(v.at("radius"))) {
     check_box_radius(radius_);
   }
   std::string describe() const override { return "boxblur(radius=" + std::to_string(radius_) + fields_note() + ")"; }
-  void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) override {
-    if (backend_ == Backend::Cuda) {
-      if (d.bytes_per_sample == 1) gpu_[p]->apply<uint8_t>(typed<const uint8_t>(d), typed<uint8_t>(d), stream);
-      else gpu_[p]->apply<uint16_t>(typed<const uint16_t>(d), typed<uint16_t>(d), stream);
-    } else {
-      if (d.bytes_per_sample == 1) cpu_box_plane<uint8_t>(*cpu_[p], typed<uint8_t>(d), tmp_[p]);
-      else cpu_box_plane<uint16_t>(*cpu_[p], typed<uint16_t>(d), tmp_[p]);
-    }
+  template <class T>
+  void run(int p, Plane<T> plane, cudaStream_t stream) {
+    if (backend_ == Backend::Cuda) gpu_[p]->apply<T>(Plane<const T>(plane), plane, stream);
+    else cpu_box_plane<T>(*cpu_[p], plane, tmp_[p]);
   }
 
  private:
@@ -218,10 +225,10 @@ class BoxFilter final : public BlurFilterBase {
 
 // unsharp: src + amount * (src - gaussian(src)); sigma scales on chroma like
 // gblur's. threshold is in 8-bit units (x257 on 16-bit planes).
-class UnsharpFilter final : public BlurFilterBase {
+class UnsharpFilter final : public TypedFilter<UnsharpFilter> {
  public:
   explicit UnsharpFilter(const OptionValues& v)
-      : BlurFilterBase("unsharp", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
+      : TypedFilter("unsharp", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
         sigma_(v.at("sigma")), sigma_v_(v.at("sigmaV") < 0 ? v.at("sigma") : v.at("sigmaV")), amount_(v.at("amount")),
         threshold_(v.at("threshold")) {
     UnsharpParams p;
@@ -237,16 +244,9 @@ class UnsharpFilter final : public BlurFilterBase {
       << fields_note() << ")";
     return s.str();
   }
-  void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) override {
-    if (d.bytes_per_sample == 1) run<uint8_t>(p, d, stream);
-    else run<uint16_t>(p, d, stream);
-  }
-
- private:
   template <class T>
-  void run(int p, const AnyPlane& d, cudaStream_t stream) {
-    if (backend_ == Backend::Cuda) return gpu_[p]->apply<T>(typed<T>(d), stream);
-    const Plane<T> plane = typed<T>(d);
+  void run(int p, Plane<T> plane, cudaStream_t stream) {
+    if (backend_ == Backend::Cuda) return gpu_[p]->apply<T>(plane, stream);
     tmp_[p].resize(static_cast<size_t>(plane.samples_per_row()) * plane.height);
     const cpu::Unsharp& op = *cpu_[p];
     tbb::parallel_for(tbb::blocked_range<int>(0, plane.height, 8), [&](const tbb::blocked_range<int>& r) {
@@ -256,6 +256,8 @@ class UnsharpFilter final : public BlurFilterBase {
       op.combine_rows<T>(tmp_[p], plane, r.begin(), r.end());
     });
   }
+
+ private:
   void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) override {
     UnsharpParams u;
     u.sigma_x = std::max(kMinSigma, sigma_ / (1 << lw));
@@ -281,10 +283,10 @@ class UnsharpFilter final : public BlurFilterBase {
 // pixelate: block x block_y cells, each the exact mean of its samples; on
 // subsampled chroma the cells shrink with the subsampling (chroma_scale=1) so
 // they cover the same picture area as on luma.
-class PixelateFilter final : public BlurFilterBase {
+class PixelateFilter final : public TypedFilter<PixelateFilter> {
  public:
   explicit PixelateFilter(const OptionValues& v)
-      : BlurFilterBase("pixelate", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
+      : TypedFilter("pixelate", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
         block_(static_cast<int>(v.at("block"))),
         block_y_(v.at("block_y") < 0 ? block_ : static_cast<int>(v.at("block_y"))) {
     check_pixelate(block_, block_y_);
@@ -292,21 +294,16 @@ class PixelateFilter final : public BlurFilterBase {
   std::string describe() const override {
     return "pixelate(block=" + std::to_string(block_) + ",block_y=" + std::to_string(block_y_) + fields_note() + ")";
   }
-  void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) override {
-    if (d.bytes_per_sample == 1) run<uint8_t>(p, d, stream);
-    else run<uint16_t>(p, d, stream);
-  }
-
- private:
   template <class T>
-  void run(int p, const AnyPlane& d, cudaStream_t stream) {
-    const Plane<T> plane = typed<T>(d);
+  void run(int p, Plane<T> plane, cudaStream_t stream) {
     if (backend_ == Backend::Cuda) return cuda::pixelate<T>(plane, bx_[p], by_[p], stream);
     tbb::parallel_for(tbb::blocked_range<int>(0, cpu::cell_rows(plane.height, by_[p])),
                       [&](const tbb::blocked_range<int>& r) {
                         cpu::pixelate_cell_rows<T>(plane, bx_[p], by_[p], r.begin(), r.end());
                       });
   }
+
+ private:
   void make_plane(int p, int lw, int lh, const PlaneLayout&, int) override {
     bx_[p] = std::max(1, static_cast<int>(std::lround(block_ / double(1 << lw))));
     by_[p] = std::max(1, static_cast<int>(std::lround(block_y_ / double(1 << lh))));
