@@ -444,8 +444,8 @@ TEST_F(BatchFolders, ManyJobsFewWorkers) {
 // ---------------------------------------------------------------------------
 
 TEST_F(BatchFolders, CudaOnEveryDevice) {
+  SBTEST_SKIP_WITHOUT_GPU();
   const int count = cuda::device_count();
-  if (count == 0) GTEST_SKIP() << "no CUDA device here; runs on the GPU machine";
   std::vector<BatchJob> jobs;
   const int n = std::max(8, 4 * count);
   for (int i = 0; i < n; ++i) {

@@ -1,14 +1,19 @@
 // streamblur-bench in its tiny mode: everything runs and the JSON is
-// well-formed and consistent. The figures themselves are never pass/fail.
+// well-formed and consistent. Speeds are never pass/fail, but the times must
+// be possible: each job's wall time fits in the time the test measured around
+// the whole command (the jobs run one after another), fps is frames over that
+// wall time, and a serial stage is never busy longer than its job took.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <utility>
 #include <string>
+#include <thread>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -22,7 +27,13 @@ TEST(Bench, TinyPipelineRunWritesWellFormedJson) {
   const std::string bench = env && *env ? env : STREAMBLUR_BENCH_PATH;
   const std::string cmd = std::string("cd '") + dir.string() + "' && '" + bench +
                           "' pipeline --tiny --no-ffmpeg --json '" + json.string() + "' > out.txt 2> err.txt";
+  const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "command failed: " << cmd;
+  const double outside_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Parallel stages (CPU filter threads, GPU work of several slots) can add up
+  // to more than the wall time, but not beyond one per thread or slot.
+  const double parallel = std::max(16u, std::thread::hardware_concurrency());
+  double sum_wall = 0;
   nlohmann::json j;
   std::ifstream(json) >> j;
   ASSERT_TRUE(j.contains("jobs"));
@@ -31,13 +42,24 @@ TEST(Bench, TinyPipelineRunWritesWellFormedJson) {
     jobs.insert(r["job"].get<std::string>());
     EXPECT_EQ(r["tool"], "streamblur");
     EXPECT_EQ(r["frames"], 12) << r.dump();
-    EXPECT_GT(r["fps"].get<double>(), 0);
-    EXPECT_GT(r["wall_s"].get<double>(), 0);
+    const double wall = r["wall_s"].get<double>(), fps = r["fps"].get<double>();
+    EXPECT_GT(wall, 0);
+    EXPECT_LE(wall, outside_s) << r.dump();
+    sum_wall += wall;
+    EXPECT_GE(fps, 12 / outside_s) << "slower than the whole command allows: " << r.dump();
+    EXPECT_NEAR(fps * wall, 12.0, 12e-6) << "fps is not frames / wall_s: " << r.dump();
     EXPECT_GT(r["ratio"].get<double>(), 0);
-    for (const char* stage : {"decode", "upload", "filter", "download", "encode"})
+    for (const char* stage : {"decode", "encode"}) {
       EXPECT_GE(r["stages"][stage]["busy_s"].get<double>(), 0) << stage;
+      EXPECT_LE(r["stages"][stage]["busy_s"].get<double>(), wall) << stage << ": " << r.dump();
+    }
+    for (const char* stage : {"upload", "filter", "download"}) {
+      EXPECT_GE(r["stages"][stage]["busy_s"].get<double>(), 0) << stage;
+      EXPECT_LE(r["stages"][stage]["busy_s"].get<double>(), wall * parallel) << stage << ": " << r.dump();
+    }
     EXPECT_FALSE(r["bounding_stage"].get<std::string>().empty());
   }
+  EXPECT_LE(sum_wall, outside_s) << "the jobs report more time than the whole command took";
   EXPECT_EQ(jobs, (std::set<std::string>{"decode", "transcode", "gblur-transcode", "chain-null"}));
   // two clips x (decode, transcode) + per backend (gblur-transcode, chain-null)
   EXPECT_GE(j["jobs"].size(), 8u);
@@ -60,7 +82,10 @@ TEST(Bench, TinyScaleRunWritesRowsForEveryStreamCount) {
   const std::string cmd = std::string("cd '") + dir.string() + "' && '" + bench +
                           "' scale --streams 1,2 --frames 10 --size 320x180 --backend cpu --no-ffmpeg --json '" +
                           json.string() + "' > out.txt 2> err.txt";
+  const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "command failed: " << cmd;
+  const double outside_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double sum_wall = 0;
   nlohmann::json j;
   std::ifstream(json) >> j;
   ASSERT_TRUE(j.contains("scale"));
@@ -83,13 +108,17 @@ TEST(Bench, TinyScaleRunWritesRowsForEveryStreamCount) {
     const int streams = r["streams"].get<int>();
     measured.insert({r["job"].get<std::string>(), streams});
     EXPECT_EQ(r["frames"], 10 * streams) << r.dump();
-    EXPECT_GT(r["fps"].get<double>(), 0) << r.dump();
-    EXPECT_GT(r["wall_s"].get<double>(), 0) << r.dump();
+    const double wall = r["wall_s"].get<double>();
+    EXPECT_GT(wall, 0) << r.dump();
+    sum_wall += wall;
+    EXPECT_NEAR(r["fps"].get<double>() * wall, 10.0 * streams, 1e-5 * streams) << "fps is not frames / wall_s: " << r.dump();
+    EXPECT_GE(r["fps"].get<double>(), 10 * streams / outside_s) << r.dump();
     EXPECT_NEAR(r["per_stream_fps"].get<double>(), r["fps"].get<double>() / streams, 1e-6) << r.dump();
     EXPECT_GT(r["ratio_1stream"].get<double>(), 0) << r.dump();
     if (streams == 1) EXPECT_DOUBLE_EQ(r["ratio_1stream"].get<double>(), 1.0) << r.dump();
     EXPECT_EQ(r["nvdec_streams"], 0) << r.dump();
   }
+  EXPECT_LE(sum_wall, outside_s) << "the rows report more time than the whole command took";
   EXPECT_EQ(measured, (std::set<std::pair<std::string, int>>{
                           {"chain-null", 1}, {"chain-null", 2}, {"chain-transcode", 1}, {"chain-transcode", 2}}));
   EXPECT_EQ(skipped, (std::set<std::string>{"chain-null/nvdec", "chain-null/mixed", "chain-transcode/nvdec",

@@ -1,7 +1,227 @@
 #pragma once
-// Helpers shared by the test programs: temporary folders, file bytes, error
-// messages, and a small audio-only file (no video stream) made at test time.
+// Helpers shared by the test programs.
+//  - Part 1 (plain C++, every test program, the kernel tests too): the blur
+//    comparison with its bias limits, an oracle blur that shares no code with
+//    the product, and the GPU-skip rule (STREAMBLUR_REQUIRE_GPU).
+//  - Part 2 (FFmpeg; left out when SBTEST_NO_FFMPEG is defined): temporary
+//    folders, file bytes, error messages, and a small audio-only file (no
+//    video stream) made at test time.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace sbtest {
+
+// ---------------------------------------------------------------------------
+// Comparing a blur with its expected result.
+//
+// Within +-1 is not enough on its own: a rounding bug (floor(v) for
+// floor(v + 0.5), truncating low bits) moves about half the samples by -1 and
+// still passes it. So every comparison also bounds the share of samples that
+// differ at all and the mean signed difference (got - want): an unbiased
+// implementation that differs from the double-precision oracle only by float
+// accumulation stays far below both limits.
+// ---------------------------------------------------------------------------
+
+struct Tolerance {
+  int max_abs = 0;          // largest |got - want| allowed
+  double max_share = 0;     // largest share of samples with got != want
+  double max_mean = 0;      // largest |mean(got - want)|
+};
+inline constexpr Tolerance kExact{0, 0.0, 0.0};
+inline constexpr Tolerance kRounding{1, 0.01, 0.01};  // float vs double: +-1, rarely, no bias
+// Tolerance for a comparison the tests call "within `tol`": 0 is exact, 1 is
+// kRounding; a larger value keeps the same share and bias limits.
+inline Tolerance tolerance_of(int tol) { return tol == 0 ? kExact : Tolerance{tol, 0.01, 0.01}; }
+
+// Differences between two sets of samples, accumulated one sample at a time.
+class SampleDiffs {
+ public:
+  void add(int64_t got, int64_t want, int x, int y, int channel = 0) {
+    const int64_t d = got - want;
+    ++samples_;
+    signed_sum_ += d;
+    if (d != 0) ++differing_;
+    const int64_t a = d < 0 ? -d : d;
+    if (a > worst_) {
+      worst_ = a;
+      wx_ = x; wy_ = y; wc_ = channel; wgot_ = got; wwant_ = want;
+    }
+    if (a > limit_seen_) ++over_;  // counted against the limit passed to check()
+  }
+  static constexpr int64_t kMinSamples = 1000;
+  int64_t samples() const { return samples_; }
+  int64_t differing() const { return differing_; }
+  int64_t worst() const { return worst_; }
+  double share() const { return samples_ ? double(differing_) / double(samples_) : 0.0; }
+  double mean() const { return samples_ ? double(signed_sum_) / double(samples_) : 0.0; }
+  // Samples off by more than `max_abs` are counted from the first add() on.
+  explicit SampleDiffs(int max_abs = 0) : limit_seen_(max_abs) {}
+
+  ::testing::AssertionResult check(Tolerance t) const {
+    std::ostringstream m;
+    bool ok = true;
+    if (worst_ > t.max_abs) {
+      ok = false;
+      m << "max |diff| " << worst_ << " > " << t.max_abs << " (worst at x=" << wx_ << " ch=" << wc_ << " y=" << wy_
+        << ": got " << wgot_ << ", want " << wwant_ << "; " << over_ << " samples over the limit); ";
+    }
+    // The share and mean are measured over at least kMinSamples: a tiny plane
+    // (3x5 under sigma 20 is nearly constant) can legitimately have one or two
+    // float-vs-double rounding differences, all of one sign.
+    const double n = double(samples_ > kMinSamples ? samples_ : kMinSamples);
+    if (double(differing_) > t.max_share * n) {
+      ok = false;
+      m << differing_ << " of " << samples_ << " samples differ (" << 100.0 * share() << "%, limit "
+        << 100.0 * t.max_share << "%); ";
+    }
+    if (std::fabs(double(signed_sum_)) > t.max_mean * n) {
+      ok = false;
+      m << "mean signed difference got-want " << mean() << " (limit +-" << t.max_mean << "); ";
+    }
+    if (ok)
+      return ::testing::AssertionSuccess() << differing_ << " of " << samples_ << " differ, mean " << mean();
+    return ::testing::AssertionFailure() << m.str();
+  }
+
+ private:
+  int64_t samples_ = 0, differing_ = 0, over_ = 0, signed_sum_ = 0, worst_ = 0, limit_seen_ = 0;
+  int wx_ = 0, wy_ = 0, wc_ = 0;
+  int64_t wgot_ = 0, wwant_ = 0;
+};
+
+// Adds every sample of two pitch-linear planes (pitches in bytes) to `d`.
+template <class T>
+void add_plane_diffs(SampleDiffs& d, const T* got, std::ptrdiff_t got_pitch, const T* want, std::ptrdiff_t want_pitch,
+                     int width, int height, int channels = 1) {
+  for (int y = 0; y < height; ++y) {
+    const T* g = reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(got) + y * got_pitch);
+    const T* w = reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(want) + y * want_pitch);
+    for (int s = 0; s < width * channels; ++s) d.add(g[s], w[s], s / channels, y, s % channels);
+  }
+}
+
+template <class T>
+::testing::AssertionResult planes_close(const T* got, std::ptrdiff_t got_pitch, const T* want,
+                                        std::ptrdiff_t want_pitch, int width, int height, int channels, Tolerance t) {
+  SampleDiffs d(t.max_abs);
+  add_plane_diffs(d, got, got_pitch, want, want_pitch, width, height, channels);
+  return d.check(t);
+}
+
+// ---------------------------------------------------------------------------
+// Oracle blurs written here from the definitions, sharing no code with
+// kernels/ (not params.cpp's weights, not reference.cpp): if the product's
+// Gaussian has the wrong shape everywhere at once, these still disagree.
+// ---------------------------------------------------------------------------
+namespace oracle {
+
+// Documented rule (kernels/include/streamblur/kernels/params.hpp):
+// radius >= 0 is used as given, -1 means ceil(3 sigma), at least 1.
+inline int gaussian_radius(double sigma, int radius) {
+  if (radius >= 0) return radius;
+  int r = static_cast<int>(std::ceil(3.0 * sigma));
+  return r < 1 ? 1 : r;
+}
+
+// w(i) = exp(-i^2 / (2 sigma^2)), i in [-r, r], divided by their sum.
+inline std::vector<double> gaussian_weights(double sigma, int radius) {
+  const int r = gaussian_radius(sigma, radius);
+  std::vector<double> w;
+  double sum = 0;
+  for (int i = -r; i <= r; ++i) {
+    const double x = static_cast<double>(i) / sigma;
+    w.push_back(std::exp(-0.5 * x * x));
+    sum += w.back();
+  }
+  for (double& v : w) v /= sum;
+  return w;
+}
+
+inline int clamp_to(int i, int n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
+
+// Separable weighted sum with clamped edges, kept in double until one final
+// rounding to nearest (ties up) and clamping to [0, max]. `weights_x` /
+// `weights_y` have odd sizes; the box blur passes all-ones and divides once.
+template <class T>
+void separable(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int w, int h, int c,
+               const std::vector<double>& wx, const std::vector<double>& wy, double divisor) {
+  const int rx = static_cast<int>(wx.size() / 2), ry = static_cast<int>(wy.size() / 2);
+  auto at = [&](int x, int y, int ch) -> double {
+    return reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(src) + y * src_pitch)[x * c + ch];
+  };
+  std::vector<double> rows(static_cast<size_t>(w) * h * c);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int ch = 0; ch < c; ++ch) {
+        double acc = 0;
+        for (int k = -rx; k <= rx; ++k) acc += wx[k + rx] * at(clamp_to(x + k, w), y, ch);
+        rows[(static_cast<size_t>(y) * w + x) * c + ch] = acc;
+      }
+  const double top = static_cast<double>(static_cast<T>(~T{0}));
+  for (int y = 0; y < h; ++y) {
+    T* out = reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(dst) + y * dst_pitch);
+    for (int s = 0; s < w * c; ++s) {
+      double acc = 0;
+      for (int k = -ry; k <= ry; ++k) acc += wy[k + ry] * rows[static_cast<size_t>(clamp_to(y + k, h)) * w * c + s];
+      const double v = std::floor(acc / divisor + 0.5);
+      out[s] = static_cast<T>(v < 0 ? 0 : (v > top ? top : v));
+    }
+  }
+}
+
+// Gaussian blur (sigma_x, sigma_y, radius_x, radius_y as gblur takes them).
+template <class T>
+void gaussian_blur(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int w, int h, int c,
+                   double sigma_x, double sigma_y, int radius_x = -1, int radius_y = -1) {
+  separable(src, src_pitch, dst, dst_pitch, w, h, c, gaussian_weights(sigma_x, radius_x),
+            gaussian_weights(sigma_y, radius_y), 1.0);
+}
+
+// Box blur: the mean of the (2 rx + 1) x (2 ry + 1) window, rounded to nearest.
+// The window has an odd number of samples, so the mean is never exactly k + 0.5.
+template <class T>
+void box_blur(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int w, int h, int c, int rx,
+              int ry) {
+  separable(src, src_pitch, dst, dst_pitch, w, h, c, std::vector<double>(2 * rx + 1, 1.0),
+            std::vector<double>(2 * ry + 1, 1.0), double(2 * rx + 1) * (2 * ry + 1));
+}
+
+}  // namespace oracle
+
+// ---------------------------------------------------------------------------
+// GPU tests: they skip without a CUDA device, unless STREAMBLUR_REQUIRE_GPU=1
+// (the GPU machine sets it), where a missing device fails them instead, so a
+// GPU run cannot go green by skipping. Every CUDA skip goes through
+// SBTEST_SKIP_WITHOUT_GPU (or gpu_skip_reason where a test needs the text).
+// ---------------------------------------------------------------------------
+inline bool gpu_required() {
+  const char* e = std::getenv("STREAMBLUR_REQUIRE_GPU");
+  return e && *e && std::string(e) != "0";
+}
+
+}  // namespace sbtest
+
+// Skips (or, with STREAMBLUR_REQUIRE_GPU=1, fails) the current test when there
+// is no CUDA device. Expands where used, so this header needs no CUDA include:
+// the test file includes streamblur/kernels/cuda_check.hpp. A driver error
+// other than "no device" makes device_count() throw, which fails the test.
+#define SBTEST_SKIP_WITHOUT_GPU()                                                                   \
+  do {                                                                                              \
+    if (::streamblur::cuda::device_count() == 0) {                                                  \
+      if (::sbtest::gpu_required()) GTEST_FAIL() << "STREAMBLUR_REQUIRE_GPU is set but there is no CUDA device"; \
+      GTEST_SKIP() << "no CUDA device here; runs on the GPU machine (STREAMBLUR_REQUIRE_GPU=1 makes this a failure)"; \
+    }                                                                                               \
+  } while (0)
+
+#ifndef SBTEST_NO_FFMPEG
 
 extern "C" {
 #include <libavformat/avformat.h>
@@ -9,14 +229,10 @@ extern "C" {
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <string>
-#include <vector>
 
 #include "streamblur/io/av_error.hpp"
 #include "streamblur/io/av_ptr.hpp"
@@ -113,6 +329,8 @@ inline void read_everything(streamblur::io::MediaReader& reader, std::vector<str
 }
 
 }  // namespace sbtest
+
+#endif  // SBTEST_NO_FFMPEG
 
 // The message is not empty, is one line, and holds every part.
 #define EXPECT_ONE_LINE_CONTAINS(msg, ...)                                                   \

@@ -346,6 +346,14 @@ __global__ void round_high_bits_kernel(uint16_t* data, std::ptrdiff_t pitch, int
   row[x] = static_cast<uint16_t>(min((row[x] + half) & ~((1u << shift) - 1), top));
 }
 
+__global__ void shift_samples_kernel(uint16_t* data, std::ptrdiff_t pitch, int samples, int height, int shift) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y;
+  if (x >= samples || y >= height) return;
+  uint16_t* row = row_ptr(data, pitch, y);
+  row[x] = static_cast<uint16_t>(shift >= 0 ? row[x] >> shift : row[x] << -shift);
+}
+
 std::size_t scratch_pitch(int samples) {
   return (static_cast<std::size_t>(samples) * 4 + 255) / 256 * 256;  // 4-byte intermediates, 256-byte rows
 }
@@ -504,6 +512,18 @@ void round_to_high_bits(Plane<uint16_t> plane, int shift, cudaStream_t stream) {
     const int rows = std::min(kMaxGridY, plane.height - y0);
     const dim3 grid((samples + 255) / 256, rows);
     round_high_bits_kernel<<<grid, 256, 0, stream>>>(plane.row(y0), plane.pitch, samples, rows, shift);
+    check_launch();
+  }
+}
+
+void shift_samples(Plane<uint16_t> plane, int shift, cudaStream_t stream) {
+  if (shift < -15 || shift > 15) throw std::invalid_argument("shift_samples: shift must be -15..15");
+  if (plane.width == 0 || plane.height == 0 || shift == 0) return;
+  const int samples = plane.samples_per_row();
+  for (int y0 = 0; y0 < plane.height; y0 += kMaxGridY) {  // grid.y is limited
+    const int rows = std::min(kMaxGridY, plane.height - y0);
+    const dim3 grid((samples + 255) / 256, rows);
+    shift_samples_kernel<<<grid, 256, 0, stream>>>(plane.row(y0), plane.pitch, samples, rows, shift);
     check_launch();
   }
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "cpu_simd.hpp"
 #include "streamblur/kernels/params.hpp"
@@ -34,6 +35,15 @@ void round_to_high_bits(Plane<uint16_t> plane, int shift) {
     uint16_t* row = plane.row(y);
     for (int s = 0; s < plane.samples_per_row(); ++s)
       row[s] = static_cast<uint16_t>(std::min<uint32_t>((row[s] + half) & ~((1u << shift) - 1), top));
+  }
+}
+
+void shift_samples(Plane<uint16_t> plane, int shift) {
+  if (shift < -15 || shift > 15) throw std::invalid_argument("shift_samples: shift must be -15..15");
+  for (int y = 0; y < plane.height; ++y) {
+    uint16_t* row = plane.row(y);
+    for (int s = 0; s < plane.samples_per_row(); ++s)
+      row[s] = static_cast<uint16_t>(shift >= 0 ? row[s] >> shift : row[s] << -shift);
   }
 }
 

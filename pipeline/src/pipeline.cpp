@@ -688,6 +688,7 @@ FrameSlot* Pipeline::finish(FrameSlot* s) {
     s->back->convert(*s->frame, *orig);
     s->frame = std::move(orig);
   }
+  if (opt_.test_finish_hook) opt_.test_finish_hook(s->seq);
   s->ready_at = Clock::now();
   return s;
 }

@@ -24,6 +24,12 @@ void round_to_high_bits(Plane<uint16_t> plane, int shift);
 const char* simd_target();
 std::vector<int64_t> simd_targets();
 void force_simd_target(int64_t target);
+// Shifts every sample right by `shift` bits (shift > 0: high-bit values such
+// as P010's down to plain values) or left by -shift (back up). Exact both ways
+// when the low bits are zero, as P010's are; lets a filter round once, at the
+// format's own precision (rounding to 16 bits and then to a multiple of 64
+// rounds twice and biases the result up).
+void shift_samples(Plane<uint16_t> plane, int shift);
 
 class GaussianBlur {
  public:

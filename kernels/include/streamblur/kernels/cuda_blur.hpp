@@ -59,6 +59,10 @@ class BoxBlur {
 // largest such 16-bit value), for formats whose value sits in the high bits (P010).
 void round_to_high_bits(Plane<uint16_t> plane, int shift, cudaStream_t stream);
 
+// Shifts every sample right by `shift` bits (shift > 0) or left by -shift, in
+// place (see cpu::shift_samples for why).
+void shift_samples(Plane<uint16_t> plane, int shift, cudaStream_t stream);
+
 // Device-to-device 2-D copy of a plane (identity filters, and the benchmark's floor).
 template <class T> void copy_plane(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
 

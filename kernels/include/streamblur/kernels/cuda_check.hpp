@@ -17,9 +17,17 @@ class CudaError : public std::runtime_error {
 
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
 
-// Number of CUDA devices usable here; 0 when there is no driver or no device
-// (never throws).
-int device_count() noexcept;
+// Number of CUDA devices usable here. 0 means "no GPU": no device
+// (cudaErrorNoDevice) or no usable driver (cudaErrorInsufficientDriver). Any
+// other failure of cudaGetDeviceCount (a broken driver install, a device in a
+// bad state, ...) is not hidden as "no GPU": it throws CudaError with CUDA's
+// own message, so callers that fall back to the CPU without a device still
+// report real driver errors.
+int device_count();
+
+// The rule device_count() applies to cudaGetDeviceCount's result `rc` and
+// `count` (separate so that it can be tested without a GPU).
+int device_count_from(cudaError_t rc, int count);
 
 }  // namespace streamblur::cuda
 

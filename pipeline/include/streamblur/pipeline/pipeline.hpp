@@ -112,6 +112,11 @@ struct PipelineOptions {
   // exception it throws stops the run and is rethrown by run_pipeline.
   std::function<void(const FrameView&)> frame_sink;
   SinkMemory sink_memory = SinkMemory::Device;  // where frame_sink's planes live on the CUDA backend
+  // For tests only: called with the frame's decode index (0, 1, 2, ...) at the
+  // end of the parallel finish stage (unlimited concurrency), before frames are
+  // put back in order, so a test can delay some frames and make them complete
+  // out of order. Called from several threads at once. Leave empty otherwise.
+  std::function<void(int64_t frame_index)> test_finish_hook;
 };
 
 // Parses "auto", "nvdec" (also "cuda"), "none" (also "cpu"); throws
