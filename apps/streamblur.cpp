@@ -5,9 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -69,13 +72,59 @@ std::string clock_text(double s) {
 
 nlohmann::json stage_json(const streamblur::StageStats& s) { return {{"busy_s", s.busy_s}, {"blocked_s", s.blocked_s}}; }
 
+// The --stats-json file is part of the run's result: its hidden temporary
+// (beside it, so the final rename stays in one file system) is created before
+// anything runs, so an unwritable stats path fails the run before the video
+// output exists, and it is renamed into place only at the end. A second
+// Ctrl-C removes it with the other temporary outputs.
+class StatsFile {
+ public:
+  // Throws std::runtime_error naming the path when it cannot be written.
+  explicit StatsFile(const std::string& path) : path_(path) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) throw std::runtime_error("cannot write stats to '" + path + "': it is a folder");
+    const fs::path p(path);
+    tmp_ = (p.parent_path() / ("." + p.filename().string() + ".streamblur-" + std::to_string(::getpid()) + ".tmp")).string();
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::runtime_error("cannot write stats to '" + path + "': " + std::strerror(errno));
+    slot_ = streamblur::register_temp_output(tmp_);
+  }
+  ~StatsFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
+    streamblur::unregister_temp_output(slot_);
+  }
+  StatsFile(const StatsFile&) = delete;
+  StatsFile& operator=(const StatsFile&) = delete;
+
+  // Writes `text` and moves the file into place; false (errno set) on failure.
+  bool commit(const std::string& text) {
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<std::size_t>(n);
+    }
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0 || ::rename(tmp_.c_str(), path_.c_str()) != 0) return false;
+    tmp_.clear();
+    return true;
+  }
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+  int slot_ = -1;
+};
+
 // Options the single-file command and `batch` share (bound to both, so either
 // place on the command line works).
 struct CommonOptions {
   std::string vf, codec, preset, backend = "auto", hwdec = "auto";
   std::vector<std::string> encoder_opts;
   int crf = -1, inflight = 4, threads = 0;
-  bool overwrite = false, quiet = false, verbose = false;
+  bool overwrite = false, quiet = false, verbose = false, realtime = false;
 };
 
 void add_common_options(CLI::App& app, CommonOptions& c) {
@@ -93,6 +142,8 @@ void add_common_options(CLI::App& app, CommonOptions& c) {
   app.add_option("--inflight", c.inflight, "frames in flight (slots of pinned + device memory)")->check(CLI::Range(1, 64));
   app.add_option("--threads", c.threads, "decoder threads (0 = automatic)")->check(CLI::Range(0, 256));
   app.add_flag("-y,--overwrite", c.overwrite, "overwrite outputs that exist");
+  app.add_flag("--re", c.realtime,
+               "read the input at its native frame rate, as ffmpeg -re does for live streaming (a 10 s clip takes 10 s)");
   app.add_flag("-q,--quiet", c.quiet, "no progress line and no notes");
   app.add_flag("-v,--verbose", c.verbose, "let FFmpeg print its own log");
 }
@@ -108,6 +159,7 @@ std::optional<std::string> fill_pipeline_options(const CommonOptions& c, streamb
   opt.inflight = c.inflight;
   opt.decoder_threads = c.threads;
   opt.overwrite = c.overwrite;
+  opt.realtime = c.realtime;
   opt.encoder.codec = c.codec;
   opt.encoder.crf = c.crf;
   opt.encoder.preset = c.preset;
@@ -364,6 +416,9 @@ int main(int argc, char** argv) {
     }
     install_stop_handlers();
 
+    std::optional<StatsFile> stats_file;
+    if (!stats_json.empty()) stats_file.emplace(stats_json);  // before any output exists
+
     const streamblur::RunStats st = streamblur::run_pipeline(opt);
     if (st.decode_warnings > 0 && !quiet)
       std::cerr << "warning: the input had " << st.decode_warnings << " damaged part(s); wrote what could be decoded\n";
@@ -397,10 +452,14 @@ int main(int argc, char** argv) {
                             {"filter", stage_json(st.filter)},
                             {"download", stage_json(st.download)},
                             {"encode", stage_json(st.encode)}}}};
-      std::ofstream f(stats_json);
-      f << j.dump(2) << "\n";
-      if (!f) {
-        std::cerr << "streamblur: error: cannot write stats to '" << stats_json << "'\n";
+      if (!stats_file->commit(j.dump(2) + "\n")) {
+        const std::string why = std::strerror(errno);
+        // The stats are part of the result: without them the run failed, and
+        // a failed run leaves nothing behind.
+        std::error_code ec;
+        if (fs::is_regular_file(output, ec)) fs::remove(output, ec);
+        std::cerr << "streamblur: error: cannot write stats to '" << stats_json << "': " << why
+                  << "; the output was removed\n";
         return 1;
       }
     }

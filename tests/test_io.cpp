@@ -19,6 +19,8 @@ extern "C" {
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -153,8 +155,152 @@ void expect_same_packets(const Decoded& in, int in_index, const Decoded& out, in
     ASSERT_EQ(a[i]->size, b[i]->size) << "packet " << i;
     EXPECT_EQ(std::memcmp(a[i]->data, b[i]->data, a[i]->size), 0) << "packet " << i;
     EXPECT_EQ(a[i]->pts, b[i]->pts) << "packet " << i;
+    EXPECT_EQ(a[i]->dts, b[i]->dts) << "packet " << i;
+    EXPECT_EQ(a[i]->duration, b[i]->duration) << "packet " << i;
   }
 }
+
+
+struct DemuxedPacket {
+  int64_t pts = AV_NOPTS_VALUE, dts = AV_NOPTS_VALUE, duration = 0;
+  std::string bytes;
+};
+
+struct DemuxedStream {
+  AVRational tb{0, 1};
+  AVMediaType type = AVMEDIA_TYPE_UNKNOWN;
+  AVCodecID codec_id = AV_CODEC_ID_NONE;
+  std::string extradata;
+  int sample_rate = 0, channels = 0;
+  AVRational sar{0, 1};
+  AVChromaLocation chroma_location = AVCHROMA_LOC_UNSPECIFIED;
+  int disposition = 0;
+  std::map<std::string, std::string> tags;
+  std::vector<DemuxedPacket> packets;
+};
+
+std::vector<DemuxedStream> demux_all(const std::string& path) {
+  AVFormatContext* raw = nullptr;
+  AV_CHECK(avformat_open_input(&raw, path.c_str(), nullptr, nullptr));
+  AVInputFormatContextPtr fmt(raw);
+  AV_CHECK(avformat_find_stream_info(raw, nullptr));
+  std::vector<DemuxedStream> v(raw->nb_streams);
+  for (unsigned i = 0; i < raw->nb_streams; ++i) {
+    const AVStream* st = raw->streams[i];
+    DemuxedStream& d = v[i];
+    d.tb = st->time_base;
+    d.type = st->codecpar->codec_type;
+    d.codec_id = st->codecpar->codec_id;
+    if (st->codecpar->extradata)
+      d.extradata.assign(reinterpret_cast<const char*>(st->codecpar->extradata), st->codecpar->extradata_size);
+    d.sample_rate = st->codecpar->sample_rate;
+    d.channels = st->codecpar->ch_layout.nb_channels;
+    d.sar = av_guess_sample_aspect_ratio(raw, const_cast<AVStream*>(st), nullptr);
+    d.chroma_location = st->codecpar->chroma_location;
+    d.disposition = st->disposition;
+    const AVDictionaryEntry* e = nullptr;
+    while ((e = av_dict_get(st->metadata, "", e, AV_DICT_IGNORE_SUFFIX))) d.tags[e->key] = e->value;
+  }
+  AVPacketPtr pkt = make_packet();
+  while (av_read_frame(raw, pkt.get()) >= 0) {
+    DemuxedPacket p;
+    p.pts = pkt->pts;
+    p.dts = pkt->dts;
+    p.duration = pkt->duration;
+    p.bytes.assign(reinterpret_cast<const char*>(pkt->data), pkt->size);
+    v[pkt->stream_index].packets.push_back(std::move(p));
+    av_packet_unref(pkt.get());
+  }
+  return v;
+}
+
+int first_stream_of(const std::vector<DemuxedStream>& v, AVMediaType type) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i].type == type) return static_cast<int>(i);
+  return -1;
+}
+
+std::string tag_of(const DemuxedStream& s, const std::string& key) {
+  const auto it = s.tags.find(key);
+  return it == s.tags.end() ? "" : it->second;
+}
+
+// `ts` ticks of `tb` in seconds (NaN for no timestamp).
+double seconds_of(int64_t ts, AVRational tb) { return ts == AV_NOPTS_VALUE ? std::nan("") : ts * av_q2d(tb); }
+
+// Where the file's video starts, in seconds. A muxer that cannot store
+// negative timestamps (Matroska, for AAC's priming packet at -1024 samples)
+// shifts every stream by the same amount; what must survive is each packet's
+// time relative to the pictures.
+double video_start(const std::vector<DemuxedStream>& v) {
+  double t = INFINITY;
+  for (const DemuxedStream& s : v)
+    if (s.type == AVMEDIA_TYPE_VIDEO)
+      for (const DemuxedPacket& p : s.packets)
+        if (p.pts != AV_NOPTS_VALUE) t = std::min(t, seconds_of(p.pts, s.tb));
+  return t;
+}
+
+// AAC in MPEG-TS carries a 7-byte ADTS header (9 with a CRC) that mkv and
+// mp4 do not (the muxers add or strip it: FFmpeg's aac_adtstoasc); the
+// payload after it is what is copied.
+std::string without_adts(const std::string& b, AVCodecID id) {
+  if (id != AV_CODEC_ID_AAC || b.size() < 7 || static_cast<uint8_t>(b[0]) != 0xff ||
+      (static_cast<uint8_t>(b[1]) & 0xf0) != 0xf0)
+    return b;
+  const bool crc = !(static_cast<uint8_t>(b[1]) & 1);
+  return b.substr(crc ? 9 : 7);
+}
+
+// `out` is a packet-for-packet copy of `in`: the same codec, parameters and
+// bytes, and every pts, dts and duration the same instant (relative to the
+// file's video start, `in_t0` and `out_t0`) to within one tick of the
+// coarser of the two time bases (a rescale can round, no more).
+// Matroska (FFmpeg 5.1's muxer) stores no duration for audio blocks: a short
+// last audio packet reads back with a whole frame's duration
+// (`last_duration_kept` false).
+void expect_copied(const DemuxedStream& in, double in_t0, const DemuxedStream& out, double out_t0,
+                   bool last_duration_kept = true) {
+  EXPECT_EQ(out.type, in.type);
+  EXPECT_EQ(out.codec_id, in.codec_id) << avcodec_get_name(out.codec_id) << " vs " << avcodec_get_name(in.codec_id);
+  EXPECT_EQ(out.sample_rate, in.sample_rate);
+  EXPECT_EQ(out.channels, in.channels);
+  ASSERT_FALSE(in.packets.empty());
+  ASSERT_EQ(out.packets.size(), in.packets.size());
+  const double tick = std::max(av_q2d(in.tb), av_q2d(out.tb)) + 1e-9;
+  for (size_t i = 0; i < in.packets.size(); ++i) {
+    const DemuxedPacket& a = in.packets[i];
+    const DemuxedPacket& b = out.packets[i];
+    SCOPED_TRACE("packet " + std::to_string(i) + " (time bases " + std::to_string(in.tb.num) + "/" +
+                 std::to_string(in.tb.den) + " -> " + std::to_string(out.tb.num) + "/" + std::to_string(out.tb.den) + ")");
+    const std::string pa = without_adts(a.bytes, in.codec_id), pb = without_adts(b.bytes, out.codec_id);
+    ASSERT_EQ(pb.size(), pa.size());
+    EXPECT_TRUE(pb == pa) << "the bytes differ";
+    ASSERT_EQ(a.pts == AV_NOPTS_VALUE, b.pts == AV_NOPTS_VALUE);
+    if (a.pts != AV_NOPTS_VALUE)
+      EXPECT_NEAR(seconds_of(b.pts, out.tb) - out_t0, seconds_of(a.pts, in.tb) - in_t0, tick) << "pts";
+    if (a.dts != AV_NOPTS_VALUE && b.dts != AV_NOPTS_VALUE)
+      EXPECT_NEAR(seconds_of(b.dts, out.tb) - out_t0, seconds_of(a.dts, in.tb) - in_t0, tick) << "dts";
+    if (i + 1 < in.packets.size() || last_duration_kept)
+      EXPECT_NEAR(seconds_of(b.duration, out.tb), seconds_of(a.duration, in.tb), tick) << "duration";
+  }
+}
+
+struct CopyCase {
+  const char* name;
+  const char* in_ext;
+  const char* out_ext;
+  const char* video_codec;     // of the input and the output
+  const char* audio_codec;
+  const char* subtitle_codec;  // "" for none
+  // What the output container stores of a stream's tags and dispositions
+  // (mpegts: a language for audio and subtitles only).
+  bool keeps_language, keeps_video_language, keeps_title;
+  int kept_dispositions;
+};
+
+void PrintTo(const CopyCase& c, std::ostream* os) { *os << c.name; }
+
 
 
 EncoderOptions ffv1() {
@@ -367,9 +513,14 @@ TEST(IoLossy, Libx264Mp4FrameCountAndAudio) {
     EXPECT_EQ(a.frames[i]->pts, b.frames[i]->pts) << "frame " << i;
     EXPECT_EQ(b.frames[i]->colorspace, AVCOL_SPC_BT709);
   }
-  // The aac track is copied packet for packet.
-  EXPECT_EQ(packets_of_stream(a, 1).size(), packets_of_stream(b, 1).size());
-  EXPECT_FALSE(packets_of_stream(b, 1).empty());
+  // The aac track is copied packet for packet: the same bytes, timestamps and
+  // durations (both files have the audio in 1/48000).
+  const std::vector<DemuxedStream> pa = demux_all(in), pb = demux_all(out);
+  ASSERT_EQ(pa.size(), 2u);
+  ASSERT_EQ(pb.size(), 2u);
+  ASSERT_EQ(pb[1].type, AVMEDIA_TYPE_AUDIO);
+  expect_copied(pa[1], video_start(pa), pb[1], video_start(pb));
+  EXPECT_EQ(pb[1].extradata, pa[1].extradata);
 }
 
 // mpegts has a 1/90000 time base that mpeg4 refuses, and mpeg4 takes only
@@ -961,4 +1112,139 @@ TEST(IoImageSequence, SeveralFramesIntoOneImageIsAnError) {
   o.codec = "png";
   EXPECT_ONE_LINE_CONTAINS(error_of([&] { transcode(in, out, o); }), "last.png", "more than one frame",
                            "last%03d.png");
+}
+
+// ---------------------------------------------------------------------------
+// Stream copy (issue 14): audio and subtitles are copied packet for packet
+// while the video is re-encoded, also between containers whose time bases
+// differ (mkv 1/1000, mp4 1/sample rate, ts 1/90000). The files are read back
+// with libavformat alone, as ffprobe -show_packets would, not with the reader
+// under test.
+// ---------------------------------------------------------------------------
+
+
+class IoStreamCopy : public ::testing::TestWithParam<CopyCase> {};
+
+// Audio (and subtitles) are copied byte for byte with their timestamps and
+// durations, tags and dispositions; the video is re-encoded with its aspect
+// ratio, chroma location, tags and disposition.
+TEST_P(IoStreamCopy, PacketsTimestampsTagsAndDispositions) {
+  const CopyCase c = GetParam();
+  if (*c.subtitle_codec && !avcodec_find_encoder_by_name(c.subtitle_codec))
+    GTEST_SKIP() << "this libavcodec has no " << c.subtitle_codec << " encoder";
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec;
+  spec.width = 64;
+  spec.height = 48;
+  spec.frames = 20;
+  spec.fps = 25;
+  spec.codec = c.video_codec;
+  if (spec.codec == "libx264") spec.preset = "ultrafast";
+  spec.audio = true;
+  spec.audio_codec = c.audio_codec;
+  spec.subtitle_codec = c.subtitle_codec;
+  spec.sample_aspect_ratio = AVRational{16, 11};
+  spec.chroma_location = AVCHROMA_LOC_TOPLEFT;
+  spec.video_tags = {"eng", "the picture", AV_DISPOSITION_DEFAULT};
+  spec.audio_tags = {"fra", "commentary", AV_DISPOSITION_DEFAULT};
+  spec.subtitle_tags = {"deu", "forced cues", AV_DISPOSITION_FORCED};
+  const std::string in = dir.file(std::string("in.") + c.in_ext), out = dir.file(std::string("out.") + c.out_ext);
+  write_synthetic_clip(in, spec);
+  EncoderOptions o;
+  o.codec = c.video_codec;
+  if (o.codec == "libx264") o.preset = "ultrafast";
+  std::string notes;
+  o.note = [&](const std::string& s) { notes += s + "\n"; };
+  EXPECT_EQ(transcode(in, out, o), 20);
+  EXPECT_EQ(notes, "");
+
+  const std::vector<DemuxedStream> a = demux_all(in), b = demux_all(out);
+  ASSERT_EQ(b.size(), a.size()) << notes;
+  const double a0 = video_start(a), b0 = video_start(b);
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE("stream " + std::to_string(i) + " (" + av_get_media_type_string(a[i].type) + ")");
+    ASSERT_EQ(b[i].type, a[i].type);
+    const bool mkv_audio = std::string(c.out_ext) == "mkv" && a[i].type == AVMEDIA_TYPE_AUDIO;
+    if (a[i].type != AVMEDIA_TYPE_VIDEO) expect_copied(a[i], a0, b[i], b0, !mkv_audio);
+    // Tags and dispositions: the input file holds what its container can; the
+    // output must hold the same where its container can.
+    // (mp4 says "und" where the input said nothing.)
+    if (c.keeps_language && (a[i].type != AVMEDIA_TYPE_VIDEO || c.keeps_video_language) &&
+        !(tag_of(a[i], "language").empty() && tag_of(b[i], "language") == "und"))
+      EXPECT_EQ(tag_of(b[i], "language"), tag_of(a[i], "language"));
+    if (c.keeps_title) EXPECT_EQ(tag_of(b[i], "title"), tag_of(a[i], "title"));
+    EXPECT_EQ(b[i].disposition & c.kept_dispositions, a[i].disposition & c.kept_dispositions)
+        << "dispositions " << a[i].disposition << " -> " << b[i].disposition;
+  }
+  // The input really carries what is checked.
+  const int ia = first_stream_of(a, AVMEDIA_TYPE_AUDIO);
+  ASSERT_GE(ia, 0);
+  if (c.keeps_language) EXPECT_EQ(tag_of(a[ia], "language"), "fra");
+  if (c.keeps_title) EXPECT_EQ(tag_of(a[ia], "title"), "commentary");
+  if (*c.subtitle_codec) {
+    const int is = first_stream_of(a, AVMEDIA_TYPE_SUBTITLE);
+    ASSERT_GE(is, 0) << "the input has no subtitle stream";
+    // mp4 adds an empty sample (a 2-byte zero text length) for each gap.
+    EXPECT_EQ(std::count_if(a[is].packets.begin(), a[is].packets.end(),
+                            [](const DemuxedPacket& p) { return p.bytes.size() > 2; }),
+              3);
+    if (c.kept_dispositions & AV_DISPOSITION_FORCED) EXPECT_TRUE(a[is].disposition & AV_DISPOSITION_FORCED);
+  }
+
+  // The re-encoded video: sample aspect ratio and chroma location.
+  const int va = first_stream_of(a, AVMEDIA_TYPE_VIDEO), vb = first_stream_of(b, AVMEDIA_TYPE_VIDEO);
+  EXPECT_EQ(av_cmp_q(a[va].sar, AVRational{16, 11}), 0) << a[va].sar.num << ":" << a[va].sar.den;
+  EXPECT_EQ(av_cmp_q(b[vb].sar, AVRational{16, 11}), 0) << b[vb].sar.num << ":" << b[vb].sar.den;
+  EXPECT_EQ(b[vb].chroma_location, a[va].chroma_location);
+  // Codecs that store them in the bitstream (H.264's VUI) give them to every
+  // frame too; FFV1 leaves both to the container.
+  const Decoded da = read_all(in), db = read_all(out);
+  ASSERT_EQ(db.frames.size(), 20u);
+  ASSERT_EQ(da.frames.size(), 20u);
+  for (size_t i = 0; i < db.frames.size(); ++i) {
+    EXPECT_EQ(av_cmp_q(db.frames[i]->sample_aspect_ratio, da.frames[i]->sample_aspect_ratio), 0) << "frame " << i;
+    EXPECT_EQ(db.frames[i]->chroma_location, da.frames[i]->chroma_location) << "frame " << i;
+  }
+  if (spec.codec == "libx264") {
+    EXPECT_EQ(av_cmp_q(da.frames[0]->sample_aspect_ratio, AVRational{16, 11}), 0);
+    EXPECT_EQ(da.frames[0]->chroma_location, AVCHROMA_LOC_TOPLEFT) << "the input does not carry the chroma location";
+  } else {
+    EXPECT_EQ(a[va].chroma_location, AVCHROMA_LOC_TOPLEFT) << "the input does not carry the chroma location";
+  }
+}
+
+constexpr int kMkvDispositions = AV_DISPOSITION_DEFAULT | AV_DISPOSITION_FORCED;
+
+INSTANTIATE_TEST_SUITE_P(
+    Containers, IoStreamCopy,
+    ::testing::Values(
+        CopyCase{"mkv_to_mp4", "mkv", "mp4", "libx264", "aac", "", true, true, false, AV_DISPOSITION_DEFAULT},
+        CopyCase{"mp4_to_mkv", "mp4", "mkv", "libx264", "aac", "", true, true, false, AV_DISPOSITION_DEFAULT},
+        CopyCase{"ts_to_mkv", "ts", "mkv", "libx264", "aac", "", true, false, false, 0},
+        CopyCase{"mkv_to_ts", "mkv", "ts", "libx264", "aac", "", true, false, false, 0},
+        CopyCase{"mkv_to_mkv_subrip", "mkv", "mkv", "ffv1", "pcm_s16le", "subrip", true, true, true, kMkvDispositions},
+        CopyCase{"mkv_to_mkv_ass", "mkv", "mkv", "ffv1", "aac", "ass", true, true, true, kMkvDispositions},
+        CopyCase{"mp4_to_mp4_mov_text", "mp4", "mp4", "libx264", "aac", "mov_text", true, true, false,
+                 kMkvDispositions},
+        CopyCase{"mov_to_mp4_mov_text", "mov", "mp4", "libx264", "aac", "mov_text", true, true, false,
+                 AV_DISPOSITION_DEFAULT}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// A container that cannot hold a subtitle codec (subrip in mp4: it takes
+// mov_text only) gets the rest, and the user is told which stream was left out.
+TEST(IoStreamCopyLimits, SubripIntoMp4IsNoted) {
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec = x264_clip(5);
+  spec.audio = true;
+  spec.subtitle_codec = "subrip";
+  const std::string in = dir.file("in.mkv"), out = dir.file("out.mp4");
+  write_synthetic_clip(in, spec);
+  EncoderOptions o = x264_fast();
+  std::string notes;
+  o.note = [&](const std::string& s) { notes += s + "\n"; };
+  EXPECT_EQ(transcode(in, out, o), 5);
+  EXPECT_TRUE(contains(notes, "cannot hold input stream 2 (subtitle subrip); not copied")) << notes;
+  const std::vector<DemuxedStream> b = demux_all(out);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[1].type, AVMEDIA_TYPE_AUDIO);
 }

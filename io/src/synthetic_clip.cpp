@@ -369,6 +369,29 @@ void encode(EncodedStream& s, const AVFrame* frame, AVFormatContext* oc, AVPacke
   drain(s, oc, pkt, path);
 }
 
+// The subtitle header text encoders (ass, subrip, mov_text) parse: one
+// "Default" style, as FFmpeg's own default header has.
+constexpr char kAssHeader[] =
+    "[Script Info]\r\n"
+    "ScriptType: v4.00+\r\n"
+    "PlayResX: 384\r\n"
+    "PlayResY: 288\r\n"
+    "\r\n"
+    "[V4+ Styles]\r\n"
+    "Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, "
+    "Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, "
+    "MarginV, Encoding\r\n"
+    "Style: Default,Arial,16,&Hffffff,&Hffffff,&H0,&H0,0,0,0,0,100,100,0,0,1,1,0,2,10,10,10,1\r\n"
+    "\r\n"
+    "[Events]\r\n"
+    "Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\r\n";
+
+void apply_tags(AVStream* st, const SyntheticStreamTags& tags) {
+  if (!tags.language.empty()) av_dict_set(&st->metadata, "language", tags.language.c_str(), 0);
+  if (!tags.title.empty()) av_dict_set(&st->metadata, "title", tags.title.c_str(), 0);
+  st->disposition = tags.disposition;
+}
+
 }  // namespace
 
 void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec) {
@@ -409,7 +432,8 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
   venc->pix_fmt = spec.pix_fmt;
   venc->time_base = vtb;
   venc->framerate = AVRational{spec.fps, 1};
-  venc->sample_aspect_ratio = AVRational{1, 1};
+  venc->sample_aspect_ratio = spec.sample_aspect_ratio;
+  venc->chroma_sample_location = spec.chroma_location;
   venc->color_range = range;
   venc->colorspace = spec.colorspace;
   venc->color_primaries = spec.color_primaries;
@@ -450,6 +474,7 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
   video.st->time_base = vtb;
   video.st->avg_frame_rate = AVRational{spec.fps, 1};
   video.st->sample_aspect_ratio = venc->sample_aspect_ratio;
+  apply_tags(video.st, spec.video_tags);
   if (spec.rotation != 0) {
     int32_t matrix[9];
     av_display_rotation_set(matrix, spec.rotation);
@@ -508,6 +533,33 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
     if (!audio.st) throw std::bad_alloc();
     AV_CHECK_CTX(avcodec_parameters_from_context(audio.st->codecpar, aenc), "synthetic clip " + in_quotes(path));
     audio.st->time_base = aenc->time_base;
+    apply_tags(audio.st, spec.audio_tags);
+  }
+
+  // --- subtitle encoder ----------------------------------------------------
+  EncodedStream subs;
+  const AVRational stb{1, 1000};
+  if (!spec.subtitle_codec.empty()) {
+    const AVCodec* scodec = avcodec_find_encoder_by_name(spec.subtitle_codec.c_str());
+    if (!scodec || scodec->type != AVMEDIA_TYPE_SUBTITLE)
+      throw AVError("synthetic clip: unknown subtitle encoder " + in_quotes(spec.subtitle_codec),
+                    AVERROR_ENCODER_NOT_FOUND);
+    if (spec.subtitle_cues <= 0) throw std::invalid_argument("synthetic clip: subtitle_cues must be > 0");
+    subs.enc.reset(avcodec_alloc_context3(scodec));
+    if (!subs.enc) throw std::bad_alloc();
+    AVCodecContext* senc = subs.enc.get();
+    senc->time_base = stb;
+    senc->subtitle_header = static_cast<uint8_t*>(av_mallocz(sizeof kAssHeader));  // freed with the context
+    if (!senc->subtitle_header) throw std::bad_alloc();
+    std::memcpy(senc->subtitle_header, kAssHeader, sizeof kAssHeader);
+    senc->subtitle_header_size = static_cast<int>(sizeof kAssHeader - 1);
+    if (oc->oformat->flags & AVFMT_GLOBALHEADER) senc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    open_encoder(senc, scodec, nullptr, path);
+    subs.st = avformat_new_stream(oc, nullptr);
+    if (!subs.st) throw std::bad_alloc();
+    AV_CHECK_CTX(avcodec_parameters_from_context(subs.st->codecpar, senc), "synthetic clip " + in_quotes(path));
+    subs.st->time_base = stb;
+    apply_tags(subs.st, spec.subtitle_tags);
   }
 
   if (!spec.title.empty()) av_dict_set(&oc->metadata, "title", spec.title.c_str(), 0);
@@ -530,6 +582,45 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
   AVFramePtr aframe = make_frame();
   int64_t audio_written = 0;
 
+  // Cue c covers [c, c + 0.6) of the clip's length / subtitle_cues, in ms.
+  int cues_written = 0;
+  const int64_t clip_ms = av_rescale_q(end, vtb, stb);
+  auto write_subtitles_until = [&](int64_t video_pts, bool all) {
+    if (!subs.enc) return;
+    while (cues_written < spec.subtitle_cues) {
+      const int64_t start = clip_ms * cues_written / spec.subtitle_cues;
+      const int64_t duration = std::max<int64_t>(1, clip_ms * 6 / (10 * spec.subtitle_cues));
+      if (!all && av_compare_ts(start, stb, video_pts, vtb) > 0) return;
+      const std::string text = "0,0,Default,,0,0,0,,cue " + std::to_string(cues_written + 1);
+      AVSubtitleRect rect{};
+      rect.type = SUBTITLE_ASS;
+      rect.ass = const_cast<char*>(text.c_str());
+      AVSubtitleRect* rects[] = {&rect};
+      AVSubtitle sub{};
+      sub.num_rects = 1;
+      sub.rects = rects;
+      sub.start_display_time = 0;
+      sub.end_display_time = static_cast<uint32_t>(duration);
+      sub.pts = av_rescale_q(start, stb, AV_TIME_BASE_Q);
+      std::vector<uint8_t> buf(4096);
+      const int size = avcodec_encode_subtitle(subs.enc.get(), buf.data(), static_cast<int>(buf.size()), &sub);
+      if (size < 0)
+        throw_av_error(size, "avcodec_encode_subtitle", __FILE__, __LINE__, "synthetic clip " + in_quotes(path));
+      AV_CHECK_CTX(av_new_packet(pkt.get(), size), "synthetic clip: subtitle packet");
+      std::memcpy(pkt->data, buf.data(), static_cast<size_t>(size));
+      pkt->pts = pkt->dts = start;
+      pkt->duration = duration;
+      pkt->flags |= AV_PKT_FLAG_KEY;
+      pkt->stream_index = subs.st->index;
+      av_packet_rescale_ts(pkt.get(), stb, subs.st->time_base);
+      const int wrc = av_interleaved_write_frame(oc, pkt.get());
+      av_packet_unref(pkt.get());
+      if (wrc < 0)
+        throw_av_error(wrc, "av_interleaved_write_frame", __FILE__, __LINE__, "synthetic clip " + in_quotes(path));
+      ++cues_written;
+    }
+  };
+
   auto write_audio_until = [&](int64_t video_pts, bool all) {
     if (!spec.audio) return;
     AVCodecContext* aenc = audio.enc.get();
@@ -550,6 +641,7 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
 
   for (int i = 0; i < spec.frames; ++i) {
     write_audio_until(pts[i], false);
+    write_subtitles_until(pts[i], false);
     AV_CHECK_CTX(av_frame_make_writable(vframe.get()), "synthetic clip: cannot write a frame");
     fill_picture(*vframe, Scene(spec.width, spec.height, i, spec.seed, spec.noise), range == AVCOL_RANGE_JPEG);
     vframe->pts = pts[i];
@@ -558,12 +650,14 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
     vframe->colorspace = spec.colorspace;
     vframe->color_primaries = spec.color_primaries;
     vframe->color_trc = spec.color_trc;
-    vframe->sample_aspect_ratio = AVRational{1, 1};
+    vframe->sample_aspect_ratio = spec.sample_aspect_ratio;
+    vframe->chroma_location = spec.chroma_location;
     vframe->interlaced_frame = spec.interlaced ? 1 : 0;
     vframe->top_field_first = spec.interlaced ? 1 : 0;
     encode(video, vframe.get(), oc, pkt.get(), path);
   }
   write_audio_until(end, true);
+  write_subtitles_until(end, true);
   encode(video, nullptr, oc, pkt.get(), path);
   if (spec.audio) encode(audio, nullptr, oc, pkt.get(), path);
 

@@ -555,6 +555,15 @@ void MediaWriter::write_passthrough(AVPacket& packet) {
     return;
   }
   const int out_index = m.stream_map[in_index];
+  // FFmpeg's mov/mp4 muxer ends every mov_text cue with an empty sample of its
+  // own (the gap until the next cue). The input's gap samples are such empty
+  // samples (a zero text length, nothing else): copied too, every gap would
+  // appear twice.
+  if (m.oc->streams[out_index]->codecpar->codec_id == AV_CODEC_ID_MOV_TEXT && packet.size == 2 && packet.data &&
+      packet.data[0] == 0 && packet.data[1] == 0) {
+    av_packet_unref(&packet);
+    return;
+  }
   av_packet_rescale_ts(&packet, m.input_tbs[in_index], m.oc->streams[out_index]->time_base);
   packet.stream_index = out_index;
   packet.pos = -1;

@@ -239,6 +239,7 @@ class Pipeline {
 
   // stages
   DecodedPtr decode(tbb::flow_control& fc);
+  double pace(int64_t pts);
   FrameSlot* stage_in(const DecodedPtr& d, FrameSlot* s);
   void stage_in_surface(FrameSlot* s, const AVFrame& surface);
   void filter_on_cpu(FrameSlot* s, io::AVFramePtr frame);
@@ -280,6 +281,9 @@ class Pipeline {
   std::atomic<std::size_t> surface_pool_bytes_{0};
   int64_t frames_out_ = 0;
   int64_t seq_counter_ = 0;
+  // PipelineOptions::realtime: the first frame's pts and when it was read.
+  int64_t re_first_pts_ = AV_NOPTS_VALUE;
+  Clock::time_point re_origin_;
   double last_media_time_ = 0;
   Clock::time_point t_start_, last_progress_;
 };
@@ -524,9 +528,28 @@ DecodedPtr Pipeline::decode(tbb::flow_control& fc) {
     }
   }
   d->passthrough = std::move(df.passthrough);
+  const double paced = opt_.realtime ? pace(f.pts) : 0;
   d->at = Clock::now();
-  timers_.decode_busy.add(seconds(d->at - t0));
+  timers_.decode_busy.add(seconds(d->at - t0) - paced);  // waiting for the clock is not work
   return d;
+}
+
+// PipelineOptions::realtime (ffmpeg's -re): holds a frame until the wall
+// clock since the first frame reaches its timestamp, so the input is read at
+// its native rate. The stop flag ends the wait at once. Returns the seconds waited.
+double Pipeline::pace(int64_t pts) {
+  if (pts == AV_NOPTS_VALUE) return 0;
+  const auto now = Clock::now();
+  if (re_first_pts_ == AV_NOPTS_VALUE) {
+    re_first_pts_ = pts;
+    re_origin_ = now;
+    return 0;
+  }
+  const auto due = re_origin_ + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>((pts - re_first_pts_) * av_q2d(vinfo_->time_base)));
+  while (Clock::now() < due && !(opt_.stop && opt_.stop->load()))
+    std::this_thread::sleep_for(std::min<Clock::duration>(due - Clock::now(), std::chrono::milliseconds(10)));
+  return seconds(Clock::now() - now);
 }
 
 void Pipeline::filter_on_cpu(FrameSlot* s, io::AVFramePtr frame) {

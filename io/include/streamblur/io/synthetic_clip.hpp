@@ -5,9 +5,17 @@
 
 extern "C" {
 #include <libavutil/pixfmt.h>
+#include <libavutil/rational.h>
 }
 
 namespace streamblur::io {
+
+// Tags and dispositions of one stream of a synthetic clip (empty / 0: none).
+struct SyntheticStreamTags {
+  std::string language;  // "language" tag, ISO 639-2 (e.g. "fra")
+  std::string title;     // "title" tag
+  int disposition = 0;   // AV_DISPOSITION_* flags
+};
 
 struct SyntheticClipSpec {
   int width = 64;
@@ -34,6 +42,14 @@ struct SyntheticClipSpec {
                                      // (libx264: MBAFF) and the stream says field order tt
   bool hdr = false;                  // HDR10 mastering display (BT.2020 primaries, 1000/0.005 cd/m2) and content
                                      // light level (1000/400) on the stream; libx265 also writes them as SEI
+  AVRational sample_aspect_ratio{1, 1};  // on the encoder, the stream and every frame
+  AVChromaLocation chroma_location = AVCHROMA_LOC_UNSPECIFIED;  // on the encoder and every frame
+  // A text subtitle stream (after video and audio) with `subtitle_cues` cues
+  // spread over the clip, "cue 1", "cue 2", ... each shown for 60 % of its
+  // share: "subrip" or "ass" (mkv), "mov_text" (mp4/mov); empty: none.
+  std::string subtitle_codec;
+  int subtitle_cues = 3;
+  SyntheticStreamTags video_tags, audio_tags, subtitle_tags;
 };
 // The HDR values write_synthetic_clip uses for `hdr`.
 inline constexpr int kSyntheticMaxCll = 1000, kSyntheticMaxFall = 400;

@@ -107,6 +107,11 @@ struct PipelineOptions {
   const std::atomic<bool>* stop = nullptr;        // when set: stop reading, finish what is in flight, finalise
   std::function<void(const std::string&)> note;   // notes for the user; default: a line on stderr
   HwDecode hwdec = HwDecode::Auto;
+  // Read the input at its native frame rate (ffmpeg's -re, as for live
+  // streaming): each frame is decoded no earlier than its timestamp's
+  // distance from the first frame's after the first frame was read, so a
+  // 300-frame 30 fps clip takes at least 10 s. The stop flag ends a wait at once.
+  bool realtime = false;
   int device = 0;                // CUDA device index for everything this pipeline does on the GPU
   // When set, filtered frames go to this callback (output must be empty); an
   // exception it throws stops the run and is rethrown by run_pipeline.
