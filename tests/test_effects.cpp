@@ -16,25 +16,13 @@
 #include "streamblur/kernels/effects.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "sink_support.hpp"
 #include "test_support.hpp"
 
 using namespace streamblur;
 using namespace sbtest;
 
 namespace {
-
-bool require_gpu() {
-  const char* v = std::getenv("STREAMBLUR_REQUIRE_GPU");
-  return v && *v && std::string(v) != "0";
-}
-bool have_gpu() { return cuda::device_count() > 0; }
-#define SKIP_OR_FAIL_WITHOUT_GPU()                                                              \
-  do {                                                                                          \
-    if (!have_gpu()) {                                                                          \
-      if (require_gpu()) FAIL() << "STREAMBLUR_REQUIRE_GPU=1 but no CUDA device is usable";     \
-      GTEST_SKIP() << "no CUDA device here; runs on the GPU machine";                           \
-    }                                                                                           \
-  } while (0)
 
 // A W x H image of C channels: smooth ramps, hard edges and noise.
 template <class T>
@@ -242,11 +230,11 @@ TEST(Unsharp, HandCheckedValues) {
 TEST(Unsharp, CpuAndReferenceMatchTheDefinition8Bit) { check_unsharp_everywhere<uint8_t>(false); }
 TEST(Unsharp, CpuAndReferenceMatchTheDefinition16Bit) { check_unsharp_everywhere<uint16_t>(false); }
 TEST(Unsharp, CudaMatchesTheDefinition8Bit) {
-  SKIP_OR_FAIL_WITHOUT_GPU();
+  SBTEST_SKIP_WITHOUT_GPU();
   check_unsharp_everywhere<uint8_t>(true);
 }
 TEST(Unsharp, CudaMatchesTheDefinition16Bit) {
-  SKIP_OR_FAIL_WITHOUT_GPU();
+  SBTEST_SKIP_WITHOUT_GPU();
   check_unsharp_everywhere<uint16_t>(true);
 }
 TEST(Unsharp, RefusesOutOfRangeParameters) {
@@ -265,11 +253,11 @@ TEST(Pixelate, HandCheckedValues) {
 TEST(Pixelate, CpuAndReferenceAreExact8Bit) { check_pixelate_everywhere<uint8_t>(false); }
 TEST(Pixelate, CpuAndReferenceAreExact16Bit) { check_pixelate_everywhere<uint16_t>(false); }
 TEST(Pixelate, CudaIsExact8Bit) {
-  SKIP_OR_FAIL_WITHOUT_GPU();
+  SBTEST_SKIP_WITHOUT_GPU();
   check_pixelate_everywhere<uint8_t>(true);
 }
 TEST(Pixelate, CudaIsExact16Bit) {
-  SKIP_OR_FAIL_WITHOUT_GPU();
+  SBTEST_SKIP_WITHOUT_GPU();
   check_pixelate_everywhere<uint16_t>(true);
 }
 
@@ -277,40 +265,10 @@ TEST(Pixelate, CudaIsExact16Bit) {
 
 namespace {
 
-struct Frames {
-  std::vector<std::array<std::vector<uint8_t>, 3>> planes;
-  std::array<int, 3> w{}, h{};
-};
-
-Frames run_to_sink(const std::string& in, const std::string& chain, BackendChoice backend) {
-  Frames f;
-  PipelineOptions o;
-  o.input = in;
-  o.filters = chain;
-  o.backend = backend;
-  o.sink_memory = SinkMemory::Host;
-  o.note = [](const std::string&) {};
-  o.frame_sink = [&](const FrameView& v) {
-    std::array<std::vector<uint8_t>, 3> planes;
-    for (int p = 0; p < 3; ++p) {
-      const AnyPlane& a = v.planes[p];
-      f.w[p] = a.width;
-      f.h[p] = a.height;
-      for (int y = 0; y < a.height; ++y) {
-        const auto* row = static_cast<const uint8_t*>(a.data) + y * a.pitch;
-        planes[p].insert(planes[p].end(), row, row + a.width);
-      }
-    }
-    f.planes.push_back(std::move(planes));
-  };
-  run_pipeline(o);
-  return f;
-}
-
 class EffectsPipeline : public ::testing::TestWithParam<BackendChoice> {
  protected:
   void SetUp() override {
-    if (GetParam() == BackendChoice::Cuda) SKIP_OR_FAIL_WITHOUT_GPU();
+    if (GetParam() == BackendChoice::Cuda) SBTEST_SKIP_WITHOUT_GPU();
     io::SyntheticClipSpec spec;
     spec.width = 45;
     spec.height = 31;
@@ -320,42 +278,42 @@ class EffectsPipeline : public ::testing::TestWithParam<BackendChoice> {
     io::write_synthetic_clip(in_, spec);
     src_ = run_to_sink(in_, "", BackendChoice::Cpu);
     ASSERT_EQ(src_.planes.size(), 3u);
-    ASSERT_EQ(src_.w[1], 23);  // chroma of an odd width: ceil(45 / 2)
+    ASSERT_EQ(src_.width(1), 23);  // chroma of an odd width: ceil(45 / 2)
   }
   TempDir dir_;
   std::string in_;
-  Frames src_;
+  SinkFrames src_;
 };
 
 }  // namespace
 
 TEST_P(EffectsPipeline, UnsharpOnEveryPlane) {
-  const Frames out = run_to_sink(in_, "unsharp=sigma=1.6:amount=1.2", GetParam());
+  const SinkFrames out = run_to_sink(in_, "unsharp=sigma=1.6:amount=1.2", GetParam());
   ASSERT_EQ(out.planes.size(), src_.planes.size());
   for (size_t k = 0; k < out.planes.size(); ++k)
     for (int p = 0; p < 3; ++p) {
       const double sigma = p == 0 ? 1.6 : 0.8;  // chroma_scale=1: halved on 4:2:0 chroma
       expect_close_unbiased(out.planes[k][p],
-                            oracle_unsharp(src_.planes[k][p], src_.w[p], src_.h[p], 1, sigma, sigma, 1.2, 0),
+                            oracle_unsharp(src_.planes[k][p], src_.width(p), src_.height(p), 1, sigma, sigma, 1.2, 0),
                             "frame " + std::to_string(k) + " plane " + std::to_string(p));
     }
 }
 
 TEST_P(EffectsPipeline, PixelateOnEveryPlaneAndChainedAfterABlur) {
-  const Frames out = run_to_sink(in_, "pixelate=block=6:block_y=4", GetParam());
+  const SinkFrames out = run_to_sink(in_, "pixelate=block=6:block_y=4", GetParam());
   ASSERT_EQ(out.planes.size(), src_.planes.size());
   for (size_t k = 0; k < out.planes.size(); ++k)
     for (int p = 0; p < 3; ++p) {
       const int bx = p == 0 ? 6 : 3, by = p == 0 ? 4 : 2;
-      EXPECT_EQ(out.planes[k][p], oracle_pixelate(src_.planes[k][p], src_.w[p], src_.h[p], 1, bx, by))
+      EXPECT_EQ(out.planes[k][p], oracle_pixelate(src_.planes[k][p], src_.width(p), src_.height(p), 1, bx, by))
           << "frame " << k << " plane " << p;
     }
   // In a chain: the mosaic of the sharpened picture.
-  const Frames sharp = run_to_sink(in_, "unsharp=sigma=1:amount=2", GetParam());
-  const Frames both = run_to_sink(in_, "unsharp=sigma=1:amount=2,pixelate=block=8", GetParam());
+  const SinkFrames sharp = run_to_sink(in_, "unsharp=sigma=1:amount=2", GetParam());
+  const SinkFrames both = run_to_sink(in_, "unsharp=sigma=1:amount=2,pixelate=block=8", GetParam());
   for (int p = 0; p < 3; ++p)
     EXPECT_EQ(both.planes[0][p],
-              oracle_pixelate(sharp.planes[0][p], sharp.w[p], sharp.h[p], 1, p ? 4 : 8, p ? 4 : 8))
+              oracle_pixelate(sharp.planes[0][p], sharp.width(p), sharp.height(p), 1, p ? 4 : 8, p ? 4 : 8))
         << "plane " << p;
 }
 

@@ -21,6 +21,7 @@
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "sink_support.hpp"
 #include "test_support.hpp"
 
 using namespace streamblur;
@@ -61,40 +62,6 @@ std::vector<Case> registry_cases() {
   return cases;
 }
 
-struct Frames {
-  std::vector<std::array<std::vector<uint8_t>, 3>> planes;
-  FrameLayout layout;
-};
-
-Frames run_to_sink(const std::string& in, const std::string& chain, BackendChoice backend) {
-  Frames f;
-  PipelineOptions o;
-  o.input = in;
-  o.filters = chain;
-  o.backend = backend;
-  o.sink_memory = SinkMemory::Host;
-  o.note = [](const std::string&) {};
-  o.frame_sink = [&](const FrameView& v) {
-    f.layout = v.layout;
-    std::array<std::vector<uint8_t>, 3> planes;
-    for (int p = 0; p < 3; ++p) {
-      const AnyPlane& a = v.planes[p];
-      for (int y = 0; y < a.height; ++y) {
-        const auto* row = static_cast<const uint8_t*>(a.data) + y * a.pitch;
-        planes[p].insert(planes[p].end(), row, row + a.width * a.channels);
-      }
-    }
-    f.planes.push_back(std::move(planes));
-  };
-  run_pipeline(o);
-  return f;
-}
-
-bool require_gpu() {
-  const char* v = std::getenv("STREAMBLUR_REQUIRE_GPU");
-  return v && *v && std::string(v) != "0";
-}
-
 class RegistryFilter : public ::testing::TestWithParam<Case> {
  protected:
   static void SetUpTestSuite() {
@@ -106,7 +73,7 @@ class RegistryFilter : public ::testing::TestWithParam<Case> {
     spec.frames = 2;
     spec.noise = true;
     io::write_synthetic_clip(in_, spec);
-    source_ = new Frames(run_to_sink(in_, "", BackendChoice::Cpu));
+    source_ = new SinkFrames(run_to_sink(in_, "", BackendChoice::Cpu));
   }
   static void TearDownTestSuite() {
     delete source_;
@@ -114,16 +81,16 @@ class RegistryFilter : public ::testing::TestWithParam<Case> {
   }
   static TempDir* dir_;
   static std::string in_;
-  static Frames* source_;
+  static SinkFrames* source_;
 };
 TempDir* RegistryFilter::dir_ = nullptr;
 std::string RegistryFilter::in_;
-Frames* RegistryFilter::source_ = nullptr;
+SinkFrames* RegistryFilter::source_ = nullptr;
 
 }  // namespace
 
 TEST_P(RegistryFilter, PipelineEqualsTheChainAppliedByHand) {
-  const Frames out = run_to_sink(in_, GetParam().spec, BackendChoice::Cpu);
+  const SinkFrames out = run_to_sink(in_, GetParam().spec, BackendChoice::Cpu);
   ASSERT_EQ(out.planes.size(), source_->planes.size());
   FilterChain chain(parse_filter_chain(GetParam().spec));
   chain.configure(source_->layout, Backend::Cpu);
@@ -151,20 +118,17 @@ TEST_P(RegistryFilter, LosslessFileRoundTrip) {
   o.overwrite = true;
   o.note = [](const std::string&) {};
   run_pipeline(o);
-  const Frames direct = run_to_sink(in_, GetParam().spec, BackendChoice::Cpu);
-  const Frames back = run_to_sink(out, "", BackendChoice::Cpu);
+  const SinkFrames direct = run_to_sink(in_, GetParam().spec, BackendChoice::Cpu);
+  const SinkFrames back = run_to_sink(out, "", BackendChoice::Cpu);
   ASSERT_EQ(back.planes.size(), direct.planes.size());
   for (size_t k = 0; k < back.planes.size(); ++k)
     for (int p = 0; p < 3; ++p) EXPECT_EQ(back.planes[k][p], direct.planes[k][p]) << "frame " << k << " plane " << p;
 }
 
 TEST_P(RegistryFilter, CudaAgreesWithCpu) {
-  if (cuda::device_count() == 0) {
-    if (require_gpu()) FAIL() << "STREAMBLUR_REQUIRE_GPU=1 but no CUDA device is usable";
-    GTEST_SKIP() << "no CUDA device here; runs on the GPU machine";
-  }
-  const Frames cpu = run_to_sink(in_, GetParam().spec, BackendChoice::Cpu);
-  const Frames gpu = run_to_sink(in_, GetParam().spec, BackendChoice::Cuda);
+  SBTEST_SKIP_WITHOUT_GPU();
+  const SinkFrames cpu = run_to_sink(in_, GetParam().spec, BackendChoice::Cpu);
+  const SinkFrames gpu = run_to_sink(in_, GetParam().spec, BackendChoice::Cuda);
   ASSERT_EQ(gpu.planes.size(), cpu.planes.size());
   for (size_t k = 0; k < gpu.planes.size(); ++k)
     for (int p = 0; p < 3; ++p) {
