@@ -44,8 +44,8 @@ class Mutation:
 M = Mutation
 MUTATIONS = [
     # ---- rounding
-    M("cpu-gauss-floor", "rounding", "kernels/src/cpu_blur.cpp",
-      "std::clamp(std::floor(v + 0.5f), 0.0f", "std::clamp(std::floor(v), 0.0f"),
+    M("cpu-gauss-floor", "rounding", "kernels/src/cpu_simd.cpp",
+      "hn::ConvertTo(di, hn::Floor(hn::Add(acc, half)))", "hn::ConvertTo(di, hn::Floor(acc))"),
     M("cuda-gauss-floor", "rounding", "kernels/src/blur.cu",
       "fminf(fmaxf(floorf(v + 0.5f), 0.0f), max_value)", "fminf(fmaxf(floorf(v), 0.0f), max_value)", gpu=True),
     M("cpu-box-truncate", "rounding", "kernels/src/cpu_blur.cpp",
@@ -80,7 +80,7 @@ MUTATIONS = [
       "tmp.row(std::clamp(y + k, 0, H - 1))", "tmp.row(((y + k) % H + H) % H)"),
     # ---- chroma scaling and layout
     M("chroma-sigma-not-scaled", "chroma", "pipeline/src/blur_filters.cpp",
-      "std::max(kMinSigma, sigma_ / (1 << lw))", "std::max(kMinSigma, sigma_)"),
+      "const double sx = std::max(kMinSigma, sigma_ / (1 << lw))", "const double sx = std::max(kMinSigma, sigma_)"),
     # ---- each plane
     M("gpu-download-drops-last-plane", "planes", "pipeline/src/pipeline.cpp",
       """      for (int p = 0; p < layout_.num_planes; ++p)
@@ -111,6 +111,13 @@ MUTATIONS = [
     M("temp-left-on-failure", "temp files", "pipeline/src/pipeline.cpp",
       "        if (directory) fs::remove_all(path, ec);\n        else fs::remove(path, ec);",
       "        (void)directory;"),
+    # ---- order, pts, exit codes
+    M("no-reordering", "order", "pipeline/src/pipeline.cpp",
+      "make_edge(finish_node, in_order);", "make_edge(finish_node, sink_node);"),
+    M("video-pts-shifted", "pts", "io/src/writer.cpp",
+      "pts = av_rescale_q(pts, m.input_video_tb, m.enc_tb);", "pts = av_rescale_q(pts, m.input_video_tb, m.enc_tb) + 1;"),
+    M("ctrl-c-exits-0", "exit codes", "apps/streamblur.cpp",
+      "int interrupted_status() { return 128 + g_first_signal.load(); }", "int interrupted_status() { return 0; }"),
     # ---- metadata
     M("no-chapters", "metadata", "io/src/writer.cpp",
       "av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0);",

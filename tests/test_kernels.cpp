@@ -596,6 +596,24 @@ TEST(CudaBlur, InPlaceMatchesReference) {
   }
 }
 
+TEST(CudaBlur, ACaughtFailureIsNotReportedAgainByTheNextKernel) {
+  REQUIRE_GPU();
+  // An allocation that cannot fit fails and is handled by the caller (a long
+  // Python session would carry on). The next blur must not report it again as
+  // a failure of its own launch.
+  bool threw = false;
+  try {
+    cuda::DeviceBuffer huge(std::size_t{1} << 52);  // 4 PiB
+  } catch (const cuda::CudaError& e) {
+    threw = true;
+    EXPECT_EQ(e.code(), cudaErrorMemoryAllocation) << e.what();
+  }
+  ASSERT_TRUE(threw) << "a 4 PiB allocation succeeded";
+  EXPECT_NO_THROW(gpu_gauss_case<uint8_t>({64, 33}, 1, 2.0));
+  EXPECT_NO_THROW(gpu_box_case<uint8_t>({64, 33}, 1, 3));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 TEST(CudaBlur, MismatchedPlanesThrow) {
   REQUIRE_GPU();
   DeviceImage<uint8_t> a(10, 10, 1), b(11, 10, 1);

@@ -1,14 +1,26 @@
 #include "streamblur/kernels/cuda_check.hpp"
 
+#include <atomic>
+#include <cstdio>
 #include <sstream>
 
 namespace streamblur::cuda {
 
 void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
+  cudaGetLastError();  // reported now: no later check may see it again (sticky errors stay, as they must)
   std::ostringstream m;
   m << "CUDA error: " << call << " failed: " << cudaGetErrorString(code) << " (" << cudaGetErrorName(code)
     << ") at " << file << ":" << line;
   throw CudaError(m.str(), code);
+}
+
+void check_teardown(cudaError_t code, const char* call) noexcept {
+  if (code == cudaSuccess || code == cudaErrorCudartUnloading) return;  // the latter: process exit
+  cudaGetLastError();
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    std::fprintf(stderr, "streamblur: CUDA error during cleanup: %s failed: %s (%s)\n", call, cudaGetErrorString(code),
+                 cudaGetErrorName(code));
 }
 
 int device_count_from(cudaError_t rc, int count) {

@@ -15,7 +15,14 @@ class CudaError : public std::runtime_error {
   cudaError_t code_;
 };
 
+// Throws CudaError. It first clears the runtime's last error (as CV-CUDA's
+// error check does), so a failure that was caught and handled (an allocation
+// that did not fit, say) is not reported again by the next, unrelated check.
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
+
+// For teardown paths that must not throw (destructors): a failure is cleared
+// from the runtime's last error and written once per process to stderr.
+void check_teardown(cudaError_t code, const char* call) noexcept;
 
 // Number of CUDA devices usable here. 0 means "no GPU": no device
 // (cudaErrorNoDevice) or no usable driver (cudaErrorInsufficientDriver). Any

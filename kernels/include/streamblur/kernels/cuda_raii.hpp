@@ -12,7 +12,7 @@ namespace streamblur::cuda {
 class CudaStream {
  public:
   CudaStream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~CudaStream() { if (s_) cudaStreamDestroy(s_); }
+  ~CudaStream() { if (s_) check_teardown(cudaStreamDestroy(s_), "cudaStreamDestroy"); }
   CudaStream(CudaStream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
   CudaStream& operator=(CudaStream&& o) noexcept { std::swap(s_, o.s_); return *this; }
   CudaStream(const CudaStream&) = delete;
@@ -26,7 +26,7 @@ class CudaStream {
 class CudaEvent {
  public:
   explicit CudaEvent(unsigned flags = cudaEventDisableTiming) { CUDA_CHECK(cudaEventCreateWithFlags(&e_, flags)); }
-  ~CudaEvent() { if (e_) cudaEventDestroy(e_); }
+  ~CudaEvent() { if (e_) check_teardown(cudaEventDestroy(e_), "cudaEventDestroy"); }
   CudaEvent(CudaEvent&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
   CudaEvent& operator=(CudaEvent&& o) noexcept { std::swap(e_, o.e_); return *this; }
   CudaEvent(const CudaEvent&) = delete;
@@ -48,7 +48,7 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t bytes) { if (bytes) CUDA_CHECK(cudaMalloc(&p_, bytes)); size_ = bytes; }
-  ~DeviceBuffer() { if (p_) cudaFree(p_); }
+  ~DeviceBuffer() { if (p_) check_teardown(cudaFree(p_), "cudaFree"); }
   DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), size_(std::exchange(o.size_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept { std::swap(p_, o.p_); std::swap(size_, o.size_); return *this; }
   DeviceBuffer(const DeviceBuffer&) = delete;
@@ -66,7 +66,7 @@ class PinnedBuffer {
  public:
   PinnedBuffer() = default;
   explicit PinnedBuffer(std::size_t bytes) { if (bytes) CUDA_CHECK(cudaMallocHost(&p_, bytes)); size_ = bytes; }
-  ~PinnedBuffer() { if (p_) cudaFreeHost(p_); }
+  ~PinnedBuffer() { if (p_) check_teardown(cudaFreeHost(p_), "cudaFreeHost"); }
   PinnedBuffer(PinnedBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), size_(std::exchange(o.size_, 0)) {}
   PinnedBuffer& operator=(PinnedBuffer&& o) noexcept { std::swap(p_, o.p_); std::swap(size_, o.size_); return *this; }
   PinnedBuffer(const PinnedBuffer&) = delete;
