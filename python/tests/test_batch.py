@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import streamblur
+import support
 
 SPEC = "gblur=sigma=2,boxblur=radius=1"
 
@@ -16,7 +17,7 @@ def make_clips(tmp_path, n, frames=6, width=33, height=17):
     paths = []
     for i in range(n):
         p = tmp_path / f"in{i}.mkv"
-        streamblur._write_test_clip(p, width=width + 2 * i, height=height, frames=frames + i, codec="ffv1", noise=True)
+        support.write_test_clip(p, width=width + 2 * i, height=height, frames=frames + i, codec="ffv1", noise=True)
         paths.append(p)
     return paths
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import streamblur
+import support
 
 
 def img8(shape=(8, 8)):
@@ -117,7 +118,7 @@ def test_process_video_missing_input(tmp_path):
 
 def test_reference_rejects_bad_sigma():
     with pytest.raises(ValueError, match="out of range"):
-        streamblur._reference_gaussian_blur(img8(), 0.0)
+        support.reference_gaussian_blur(img8(), 0.0)
 
 
 def test_process_video_on_a_bare_png_signature_raises_instead_of_aborting(tmp_path):

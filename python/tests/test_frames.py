@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import streamblur
+import support
 from conftest import max_diff
 
 N_FRAMES = 7
@@ -78,7 +79,7 @@ FORMATS = {
 def make_clip(tmp_path, pix_fmt="yuv420p", width=33, height=17, frames=N_FRAMES, noise=True, name=None):
     codec, ext = FORMATS[pix_fmt]
     path = tmp_path / (name or f"clip-{pix_fmt}-{width}x{height}.{ext}")
-    streamblur._write_test_clip(path, width=width, height=height, frames=frames, codec=codec, pix_fmt=pix_fmt,
+    support.write_test_clip(path, width=width, height=height, frames=frames, codec=codec, pix_fmt=pix_fmt,
                                 noise=noise)
     return path
 
@@ -440,7 +441,7 @@ def test_cuda_frames_break_early_no_hang(cupy, tmp_path):
 def h264_clip(tmp_path, frames=60, width=176, height=144):
     path = tmp_path / "h264.mp4"
     try:
-        streamblur._write_test_clip(path, width=width, height=height, frames=frames, codec="libx264", noise=True)
+        support.write_test_clip(path, width=width, height=height, frames=frames, codec="libx264", noise=True)
     except RuntimeError as e:
         pytest.skip(f"no libx264 encoder here: {e}")
     return path

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import streamblur
+import support
 from conftest import max_diff, pattern
 
 SHAPES = [(1, 1), (37, 23), (24, 33, 3), (15, 40, 4), (1081, 1921)]
@@ -27,8 +28,8 @@ def test_cupy_in_cupy_out(cupy, dtype, shape):
     assert got.shape == d.shape and got.dtype == d.dtype
     assert cupy_pointer_is_device(cp, got)
     assert max_diff(cp.asnumpy(got), streamblur.gaussian_blur(host, 2.0, backend="cpu")) <= 1
-    assert max_diff(cp.asnumpy(got), streamblur._reference_gaussian_blur(host, 2.0)) <= 1
-    np.testing.assert_array_equal(cp.asnumpy(streamblur.box_blur(d, 2)), streamblur._reference_box_blur(host, 2))
+    assert max_diff(cp.asnumpy(got), support.reference_gaussian_blur(host, 2.0)) <= 1
+    np.testing.assert_array_equal(cp.asnumpy(streamblur.box_blur(d, 2)), support.reference_box_blur(host, 2))
 
 
 def test_cupy_strided_and_out(cupy):
@@ -37,15 +38,15 @@ def test_cupy_strided_and_out(cupy):
     big = cp.asarray(host)
     view = big[::2, 1:-1]  # strided rows on the device
     got = streamblur.box_blur(view, 1)
-    np.testing.assert_array_equal(cp.asnumpy(got), streamblur._reference_box_blur(host[::2, 1:-1].copy(), 1))
+    np.testing.assert_array_equal(cp.asnumpy(got), support.reference_box_blur(host[::2, 1:-1].copy(), 1))
     trans = cp.asarray(host[..., 0]).T  # pixels not packed: copied on the device
     np.testing.assert_array_equal(cp.asnumpy(streamblur.box_blur(trans, 1)),
-                                  streamblur._reference_box_blur(host[..., 0].T.copy(), 1))
+                                  support.reference_box_blur(host[..., 0].T.copy(), 1))
     out = cp.zeros_like(view)
     assert streamblur.box_blur(view, 1, out=out) is out
     np.testing.assert_array_equal(cp.asnumpy(out), cp.asnumpy(got))
     streamblur.box_blur(big, 1, out=big)  # in place
-    np.testing.assert_array_equal(cp.asnumpy(big), streamblur._reference_box_blur(host, 1))
+    np.testing.assert_array_equal(cp.asnumpy(big), support.reference_box_blur(host, 1))
 
 
 def test_cupy_stream(cupy):
@@ -58,7 +59,7 @@ def test_cupy_stream(cupy):
         got2 = streamblur.gaussian_blur(d, 3.0, stream=stream.ptr)
         got3 = streamblur.gaussian_blur(d, 3.0)  # no stream=: CuPy's current stream
     stream.synchronize()  # CUDA results are queued, not waited for
-    ref = streamblur._reference_gaussian_blur(host, 3.0)
+    ref = support.reference_gaussian_blur(host, 3.0)
     assert max_diff(cp.asnumpy(got), ref) <= 1
     assert max_diff(cp.asnumpy(got2), ref) <= 1
     assert max_diff(cp.asnumpy(got3), ref) <= 1
@@ -79,7 +80,7 @@ def test_cupy_calls_on_two_streams_share_the_cached_filter_safely(cupy):
     for s in streams:
         s.synchronize()
     for h, o in zip(hosts, outs):
-        assert max_diff(cp.asnumpy(o), streamblur._reference_gaussian_blur(h, 2.0)) <= 1
+        assert max_diff(cp.asnumpy(o), support.reference_gaussian_blur(h, 2.0)) <= 1
 
 
 def test_cupy_chain(cupy):
@@ -87,7 +88,7 @@ def test_cupy_chain(cupy):
     host = pattern((64, 48, 2), np.uint16, seed=5)
     got = streamblur.Chain("gblur=sigma=2,boxblur=radius=1")(cp.asarray(host))
     assert isinstance(got, cp.ndarray)
-    ref = streamblur._reference_box_blur(streamblur._reference_gaussian_blur(host, 2), 1)
+    ref = support.reference_box_blur(support.reference_gaussian_blur(host, 2), 1)
     assert max_diff(cp.asnumpy(got), ref) <= 1
 
 
@@ -117,7 +118,7 @@ def test_torch_in_torch_out(torch, dtype_name):
     assert isinstance(got, torch.Tensor)
     assert got.is_cuda and got.device == t.device and got.dtype == t.dtype
     back = got.cpu().to(torch.int64).numpy()
-    assert max_diff(back, streamblur._reference_gaussian_blur(host, 2.0)) <= 1
+    assert max_diff(back, support.reference_gaussian_blur(host, 2.0)) <= 1
 
 
 def test_torch_stream_and_out(torch):
@@ -130,31 +131,31 @@ def test_torch_stream_and_out(torch):
         res = streamblur.box_blur(t, 2, out=out, stream=s)
     s.synchronize()
     assert res is out
-    np.testing.assert_array_equal(out.cpu().numpy(), streamblur._reference_box_blur(host, 2))
+    np.testing.assert_array_equal(out.cpu().numpy(), support.reference_box_blur(host, 2))
 
 
 def test_torch_non_contiguous(torch):
     host = pattern((40, 30), np.uint8, seed=8)
     t = torch.from_numpy(host).cuda().t()  # transposed view
     got = streamblur.box_blur(t, 1)
-    np.testing.assert_array_equal(got.cpu().numpy(), streamblur._reference_box_blur(host.T.copy(), 1))
+    np.testing.assert_array_equal(got.cpu().numpy(), support.reference_box_blur(host.T.copy(), 1))
 
 
 def test_managed_memory_path(gpu):
     m = streamblur.managed_empty((256, 256), np.uint8)
     assert streamblur.is_managed(m)
     m[:] = pattern((256, 256), np.uint8, seed=9)
-    ref = streamblur._reference_box_blur(m, 1)
+    ref = support.reference_box_blur(m, 1)
     res = streamblur.box_blur(m, 1)
     assert streamblur.is_managed(res)  # managed in, managed out: no host copy
     np.testing.assert_array_equal(res, ref)
     view = m[::2, 3:]  # strided managed view
-    np.testing.assert_array_equal(streamblur.box_blur(view, 1), streamblur._reference_box_blur(view.copy(), 1))
+    np.testing.assert_array_equal(streamblur.box_blur(view, 1), support.reference_box_blur(view.copy(), 1))
     streamblur.box_blur(m, 1, out=m)  # in place on the GPU
     np.testing.assert_array_equal(m, ref)
     g = streamblur.managed_empty((64, 64, 3), np.uint16)
     g[:] = pattern((64, 64, 3), np.uint16)
-    assert max_diff(streamblur.gaussian_blur(g, 2.0), streamblur._reference_gaussian_blur(g, 2.0)) <= 1
+    assert max_diff(streamblur.gaussian_blur(g, 2.0), support.reference_gaussian_blur(g, 2.0)) <= 1
 
 
 def test_numpy_on_gpu_matches_cpu_backend(gpu):
@@ -171,7 +172,7 @@ def test_raw_stream_handle(cupy):
     host = pattern((64, 64), np.uint8, seed=11)
     s = cp.cuda.Stream(non_blocking=True)
     got = streamblur.box_blur(host, 1, stream=s.ptr)  # numpy via a caller's stream
-    np.testing.assert_array_equal(got, streamblur._reference_box_blur(host, 1))
+    np.testing.assert_array_equal(got, support.reference_box_blur(host, 1))
 
 
 def test_array_on_another_device(cupy):
@@ -198,16 +199,16 @@ def test_repeated_calls_allocate_nothing(gpu, where, request):
     if where == "cupy":
         img = request.getfixturevalue("cupy").asarray(host)
     first = streamblur.gaussian_blur(img, 1.7)
-    before = streamblur._cuda_cache_stats()
+    before = support.cuda_cache_stats()
     for _ in range(5):
         again = streamblur.gaussian_blur(img, 1.7)
-    after = streamblur._cuda_cache_stats()
+    after = support.cuda_cache_stats()
     assert after == before, f"repeated calls allocated: {before} -> {after}"
     to_host = (lambda a: a) if where == "numpy" else request.getfixturevalue("cupy").asnumpy
     assert (to_host(again) == to_host(first)).all()
     # A new shape is configured once, then cached as well.
     streamblur.gaussian_blur(host[:40, :30].copy() if where == "numpy" else img[:40, :30].copy(), 1.7)
-    grown = streamblur._cuda_cache_stats()
+    grown = support.cuda_cache_stats()
     assert grown["chains_configured"] == after["chains_configured"] + 1
 
 

@@ -13,6 +13,7 @@ import threading
 import pytest
 
 import streamblur
+import support
 
 if os.environ.get("STREAMBLUR_ALLOW_NO_RAY") == "1":
     ray = pytest.importorskip("ray")
@@ -48,7 +49,7 @@ def clips(tmp_path_factory):
     paths = []
     for i, (w, h) in enumerate(SIZES):
         path = folder / f"clip{i}.mkv"
-        streamblur._write_test_clip(path, w, h, frames=FRAMES, codec="ffv1", pix_fmt="yuv420p")
+        support.write_test_clip(path, w, h, frames=FRAMES, codec="ffv1", pix_fmt="yuv420p")
         paths.append(path)
     return paths
 

@@ -3,12 +3,13 @@
 import pytest
 
 import streamblur
+import support
 
 
 @pytest.fixture
 def clip(tmp_path):
     path = tmp_path / "in.mkv"
-    streamblur._write_test_clip(path, width=64, height=48, frames=12, codec="ffv1")
+    support.write_test_clip(path, width=64, height=48, frames=12, codec="ffv1")
     assert path.stat().st_size > 0
     return path
 
@@ -70,7 +71,7 @@ def test_image_sequence_in_and_out(tmp_path):
     # A pattern input reads every file; a pattern output writes every frame (o001.png ...), as ffmpeg does.
     (tmp_path / "in").mkdir()
     (tmp_path / "out").mkdir()
-    streamblur._write_test_clip(tmp_path / "in" / "f%03d.png", width=40, height=30, frames=5, codec="png",
+    support.write_test_clip(tmp_path / "in" / "f%03d.png", width=40, height=30, frames=5, codec="png",
                                 pix_fmt="rgb24")
     assert sorted(p.name for p in (tmp_path / "in").iterdir()) == [f"f{i:03d}.png" for i in range(1, 6)]
     stats = streamblur.process_video(tmp_path / "in" / "f%03d.png", tmp_path / "out" / "o%03d.png",
@@ -119,7 +120,7 @@ def test_process_video_pixels_pts_and_audio(tmp_path, backend, request):
         request.getfixturevalue("gpu")
     src = tmp_path / "in.mkv"
     # Odd sizes (chroma 33x25), 9 frames, a PCM audio track copied packet for packet.
-    streamblur._write_test_clip(src, width=65, height=49, frames=9, codec="ffv1", audio_codec="pcm_s16le")
+    support.write_test_clip(src, width=65, height=49, frames=9, codec="ffv1", audio_codec="pcm_s16le")
     out = tmp_path / "out.mkv"
     stats = streamblur.process_video(src, out, vf="gblur=sigma=1.5", codec="ffv1", backend=backend)
     assert stats["frames"] == 9 and stats["backend"] == backend
