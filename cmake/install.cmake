@@ -39,5 +39,6 @@ endif()
 # --prefix P` (a prefix chosen after configuring) gives a correct file.
 file(RELATIVE_PATH STREAMBLUR_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 set(STREAMBLUR_PC_PREFIX "\${pcfiledir}/${STREAMBLUR_PC_UP}")
+list(JOIN CUDAToolkit_INCLUDE_DIRS " -I" STREAMBLUR_PC_CUDA_INCLUDES)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/streamblur.pc.in ${PROJECT_BINARY_DIR}/streamblur.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/streamblur.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
