@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -102,6 +103,15 @@ void expect_close_unbiased(const std::vector<T>& got, const std::vector<T>& want
     worst = std::max(worst, std::llabs(d));
     differ += d != 0;
     sum += static_cast<double>(d);
+  }
+  if (worst > 1) {  // say where: the first few samples that are off by more than 1
+    int shown = 0;
+    for (size_t i = 0; i < got.size() && shown < 6; ++i)
+      if (std::llabs(static_cast<long long>(got[i]) - static_cast<long long>(want[i])) > 1) {
+        std::printf("%s: sample %zu got %lld want %lld\n", what.c_str(), i, static_cast<long long>(got[i]),
+                    static_cast<long long>(want[i]));
+        ++shown;
+      }
   }
   EXPECT_LE(worst, 1) << what;
   EXPECT_LE(static_cast<double>(differ) / got.size(), 0.01) << what << ": " << differ << " samples differ";
