@@ -470,6 +470,10 @@ GaussianBlur::GaussianBlur(double sigma_x, double sigma_y, int radius_x, int rad
   w.insert(w.end(), wy.begin(), wy.end());
   weights_ = DeviceBuffer(w.size() * sizeof(float));
   CUDA_CHECK(cudaMemcpy(weights_.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+  // A copy from pageable memory may return before its DMA has landed, and the
+  // kernels run on the caller's streams (non-blocking ones too), which do not
+  // wait for the legacy default stream: wait for it here, once per set-up.
+  CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
 void GaussianBlur::reserve(int width, int height, int channels) { ensure_scratch(scratch_, width, height, channels); }
