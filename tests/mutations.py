@@ -150,7 +150,8 @@ def main():
             print(f"{m.name:34} {m.kind:12} {m.path}{'  (gpu)' if m.gpu else ''}")
         return 0
 
-    scratch = tempfile.mkdtemp(prefix="streamblur-mutations-")
+    # Beside the checkout, so a ccache with base_dir above both hits the unmutated files.
+    scratch = tempfile.mkdtemp(prefix="streamblur-mutations-", dir=os.path.dirname(root))
     src, build, log = os.path.join(scratch, "src"), os.path.join(scratch, "build"), os.path.join(scratch, "log.txt")
     print(f"scratch clone: {src}; log: {log}", flush=True)
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", root, src], check=True)
