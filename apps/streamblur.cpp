@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <set>
 
 extern "C" {
@@ -31,6 +32,15 @@ extern "C" {
 #include "streamblur/pipeline/temp_outputs.hpp"
 
 namespace {
+
+// An error line as the user sees it: the library's own message (FFmpeg's,
+// CUDA's) stays, our source file and line go, unless -v asks for them
+// (" (reader.cpp:122)", " at /path/blur.cu:338").
+std::string shown_error(const std::string& what, bool verbose) {
+  if (verbose) return what;
+  static const std::regex where(R"( \([A-Za-z0-9_]+\.(cpp|cu|hpp|h):[0-9]+\)| at [^ ]+\.(cpp|cu|hpp|h):[0-9]+)");
+  return std::regex_replace(what, where, "");
+}
 
 namespace fs = std::filesystem;
 
@@ -298,7 +308,7 @@ int run_batch_command(const CommonOptions& common, const BatchCommand& cmd) {
       ++skipped;
     } else {
       ++failed;
-      std::cerr << "streamblur: error: " << r.job.input << ": " << r.error << "\n";
+      std::cerr << "streamblur: error: " << r.job.input << ": " << shown_error(r.error, common.verbose) << "\n";
     }
   }
   const bool interrupted = g_stop.load();
@@ -466,7 +476,7 @@ int main(int argc, char** argv) {
     return st.stopped_early ? interrupted_status() : 0;
   } catch (const std::exception& e) {
     if (!quiet && ::isatty(STDERR_FILENO)) std::cerr << "\n";  // end a progress line first
-    std::cerr << "streamblur: error: " << e.what() << "\n";
+    std::cerr << "streamblur: error: " << shown_error(e.what(), common.verbose) << "\n";
     return g_stop.load() ? interrupted_status() : 1;  // interrupted before the first frame was done
   }
 }

@@ -35,6 +35,7 @@ extern "C" {
 #include <random>
 #include <spawn.h>
 #include <sstream>
+#include <regex>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -195,6 +196,8 @@ void expect_clean_failure(const CliResult& r, const std::vector<std::string>& pa
   EXPECT_EQ(e.rfind("streamblur: error: ", 0), 0u) << e;
   EXPECT_GT(e.size(), std::strlen("streamblur: error: ") + 10) << "say what failed: " << e;
   for (const std::string& p : parts) EXPECT_TRUE(contains(e, p)) << "'" << p << "' not in: " << e;
+  // Our source file and line are for -v only; the library's message stays.
+  EXPECT_FALSE(std::regex_search(e, std::regex(R"(\.(cpp|cu|hpp):[0-9]+)"))) << "a source location in: " << e;
   for (const char* bad : {"terminate", "Aborted", "Segmentation", "what():", "core dumped"})
     EXPECT_FALSE(contains(r.err, bad)) << r.describe();
   if (quiet) EXPECT_EQ(lines.size(), 1u) << "with -q the error is the only line: " << r.describe();
@@ -328,6 +331,30 @@ TEST(CliBadInput, AudioOnlyFile) {
   const std::string in = dir.file("audio.mkv");
   write_audio_only_mkv(in);
   expect_bad_input(dir, {in, dir.file("out.mkv")}, {"audio.mkv", "no video stream"}, {in});
+}
+
+TEST(CliBadInput, SourceLocationOnlyWithVerbose) {
+  TempDir dir;
+  const std::string missing = dir.file("missing.mp4");
+  const CliResult plain = run_cli({missing, dir.file("out.mkv")});
+  const CliResult verbose = run_cli({missing, dir.file("out.mkv"), "-v"});
+  EXPECT_TRUE(contains(plain.err, "No such file or directory")) << plain.describe();  // FFmpeg's own words
+  EXPECT_FALSE(contains(plain.err, ".cpp:")) << plain.describe();
+  EXPECT_TRUE(contains(verbose.err, "No such file or directory")) << verbose.describe();
+  EXPECT_TRUE(std::regex_search(verbose.err, std::regex(R"(\(reader\.cpp:[0-9]+\))"))) << verbose.describe();
+}
+
+TEST(CliBadInput, OddSizeWithTheDefaultEncoderSaysWhatToDo) {
+  // libx264 (the default for .mp4) cannot code 4:2:0 at 65x49: streamblur does
+  // not crop or change the format on its own; the error says what to do, and
+  // the advice works.
+  TempDir dir;
+  const std::string in = dir.file("odd.mkv");
+  write_synthetic_clip(in, small_clip());  // 65x49 yuv420p
+  expect_bad_input(dir, {in, dir.file("out.mp4")}, {"libx264", "odd size", "65x49", "--codec ffv1"}, {in});
+  const CliResult r = run_cli({in, dir.file("out.mkv"), "--codec", "ffv1", "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(frames_in(dir.file("out.mkv")), 6u);
 }
 
 TEST(CliBadInput, Directory) {

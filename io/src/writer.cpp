@@ -29,6 +29,18 @@ namespace streamblur::io {
 
 namespace {
 
+// What to do when an encoder refuses a size its chroma subsampling cannot
+// halve (libx264 and 4:2:0 at 65x49, say): streamblur does not crop or change
+// the format behind the user's back; the error says how to get an output.
+std::string odd_size_advice(const AVCodec* codec, AVPixelFormat fmt, int width, int height) {
+  const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(fmt);
+  if (!d || !((d->log2_chroma_w && width % 2) || (d->log2_chroma_h && height % 2))) return "";
+  return "; " + std::string(codec->name) + " cannot code an odd size (" + std::to_string(width) + "x" +
+         std::to_string(height) + ") in " + av_get_pix_fmt_name(fmt) +
+         ": choose an encoder that can, e.g. --codec ffv1 (lossless) with a .mkv output, or make the input's size "
+         "even first";
+}
+
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 const char* pix_fmt_name(int f) {
@@ -329,7 +341,8 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
     throw_av_error(rc, "avcodec_open2", __FILE__, __LINE__,
                    "cannot open encoder " + in_quotes(codec->name) + (asked.empty() ? "" : " (" + asked + ")") +
                        " for " + std::to_string(first.width) + "x" + std::to_string(first.height) + " " +
-                       pix_fmt_name(enc->pix_fmt) + (said.empty() ? "" : " [" + said + "]"));
+                       pix_fmt_name(enc->pix_fmt) + (said.empty() ? "" : " [" + said + "]") +
+                       odd_size_advice(codec, enc->pix_fmt, first.width, first.height));
   }
   if (!leftover.empty())
     throw AVError("encoder " + in_quotes(codec->name) + " has no option " + in_quotes(leftover), AVERROR_OPTION_NOT_FOUND);
