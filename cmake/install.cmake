@@ -28,12 +28,18 @@ install(FILES ${PROJECT_BINARY_DIR}/streamblurConfig.cmake ${PROJECT_BINARY_DIR}
 
 # pkg-config: FFmpeg and TBB through their own .pc files; the CUDA runtime by
 # path (the toolkit ships no .pc on the default search path).
+# Static libraries need every dependency on the consumer's link line;
+# shared ones carry theirs (Highway is a private dependency of kernels).
 if(BUILD_SHARED_LIBS)
   set(STREAMBLUR_PC_LIBS_PRIVATE "-L${CUDAToolkit_LIBRARY_DIR} -lcudart")
   set(STREAMBLUR_PC_LIBS_EXTRA "")
+  set(STREAMBLUR_PC_REQUIRES "")
+  set(STREAMBLUR_PC_REQUIRES_PRIVATE "libhwy")
 else()
   set(STREAMBLUR_PC_LIBS_PRIVATE "")
   set(STREAMBLUR_PC_LIBS_EXTRA "-L${CUDAToolkit_LIBRARY_DIR} -lcudart -lpthread")
+  set(STREAMBLUR_PC_REQUIRES "libhwy")
+  set(STREAMBLUR_PC_REQUIRES_PRIVATE "")
 endif()
 # The prefix is found from the .pc file's own place, so `cmake --install
 # --prefix P` (a prefix chosen after configuring) gives a correct file.
