@@ -18,6 +18,6 @@ cmake --build "$build" -j "$jobs"
 # (_flow_graph_impl.h:368); tests/ubsan.supp suppresses exactly that one.
 export UBSAN_OPTIONS="suppressions=$root/tests/ubsan.supp:print_stacktrace=1:halt_on_error=1"
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
-export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp"
+export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"  # the list of used ones would add lines to stderr
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs"
 echo "tests/sanitize.sh: all tests passed under ASan + UBSan"
