@@ -17,7 +17,11 @@
 #include "streamblur/kernels/cpu_blur.hpp"
 #include "streamblur/kernels/reference.hpp"
 
+#define SBTEST_NO_FFMPEG  // kernels only
+#include "test_support.hpp"
+
 using namespace streamblur;
+using namespace sbtest;
 
 namespace {
 
@@ -44,21 +48,10 @@ Img<T> random_img(int w, int h, int c, unsigned seed) {
   return im;
 }
 
-struct Stats {
-  long long worst = 0, differ = 0, n = 0;
-  double sum = 0;
-};
-
 template <class T>
-void compare(Img<T>& got, Img<T>& want, Stats& st) {
+void compare(Img<T>& got, Img<T>& want, SampleDiffs& st) {
   for (int y = 0; y < got.h; ++y) {
-    for (int s = 0; s < got.w * got.c; ++s) {
-      const long long d = static_cast<long long>(got.plane().row(y)[s]) - want.plane().row(y)[s];
-      st.worst = std::max(st.worst, std::llabs(d));
-      st.differ += d != 0;
-      st.sum += static_cast<double>(d);
-      ++st.n;
-    }
+    for (int s = 0; s < got.w * got.c; ++s) st.add(got.plane().row(y)[s], want.plane().row(y)[s], s / got.c, y, s % got.c);
     // The bytes between the row's end and the pitch are never written.
     const auto* tail = reinterpret_cast<const unsigned char*>(got.plane().row(y) + got.w * got.c);
     for (auto* b = tail; b < reinterpret_cast<const unsigned char*>(got.plane().row(y)) + got.pitch; ++b)
@@ -88,7 +81,7 @@ void for_each_target(Fn&& body) {
 }
 
 template <class T>
-void gauss_case(int w, int h, int c, double sx, double sy, Stats& st) {
+void gauss_case(int w, int h, int c, double sx, double sy, SampleDiffs& st) {
   Img<T> src = random_img<T>(w, h, c, static_cast<unsigned>(w * 131 + h * 7 + c));
   Img<T> want(w, h, c, 5), got(w, h, c, 5);
   reference::gaussian_blur<T>(Plane<const T>(src.plane()), want.plane(), sx, sy, -1, -1);
@@ -104,23 +97,19 @@ void box_case(int w, int h, int c, int rx, int ry) {
   reference::box_blur<T>(Plane<const T>(src.plane()), want.plane(), rx, ry);
   std::vector<uint32_t> tmp;
   cpu::BoxBlur(rx, ry).apply<T>(Plane<const T>(src.plane()), got.plane(), tmp);
-  Stats st;
+  SampleDiffs st;
   compare(got, want, st);
-  EXPECT_EQ(st.worst, 0) << w << "x" << h << "x" << c << " box " << rx << "," << ry;
+  EXPECT_TRUE(st.check(kExact)) << w << "x" << h << "x" << c << " box " << rx << "," << ry;
 }
 
-void expect_unbiased(const Stats& st, const std::string& what) {
-  EXPECT_LE(st.worst, 1) << what;
-  EXPECT_LE(static_cast<double>(st.differ) / st.n, 0.01) << what << ": " << st.differ << " of " << st.n << " differ";
-  EXPECT_LE(std::abs(st.sum / st.n), 0.01) << what << ": mean signed difference " << st.sum / st.n;
-}
+void expect_unbiased(const SampleDiffs& st, const std::string& what) { EXPECT_TRUE(st.check(kRounding)) << what; }
 
 }  // namespace
 
 TEST(CpuSimd, GaussianOnEveryTarget) {
   for_each_target([] {
     for (int c : {1, 2, 3, 4}) {
-      Stats s8, s16;
+      SampleDiffs s8(1), s16(1);
       for (int w : {1, 3, 7, 8, 15, 16, 17, 31, 33, 64, 67, 130})
         for (double sigma : {0.6, 1.5, 4.0}) {
           gauss_case<uint8_t>(w, 9, c, sigma, sigma, s8);
@@ -151,9 +140,9 @@ TEST(CpuSimd, BoxOnEveryTargetIsExact) {
       box.horizontal_rows<uint8_t>(Plane<const uint8_t>(src.plane()), t, 0, 29);
       for (int s0 = 0; s0 < 67 * 3; s0 += strip)
         box.vertical_columns<uint8_t>(Plane<const uint32_t>(t), got.plane(), s0, std::min(67 * 3, s0 + strip));
-      Stats st;
+      SampleDiffs st;
       compare(got, want, st);
-      EXPECT_EQ(st.worst, 0) << "strips of " << strip;
+      EXPECT_TRUE(st.check(kExact)) << "strips of " << strip;
     }
     // Windows whose sums pass 2^31 take the 64-bit path: 16-bit samples, 401 x 401.
     box_case<uint16_t>(37, 23, 1, 200, 200);

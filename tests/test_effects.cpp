@@ -45,19 +45,10 @@ std::vector<T> image(int W, int H, int C, unsigned seed) {
 
 // ---- oracles, from the definitions
 
-std::vector<double> oracle_weights(double sigma) {
-  const int r = std::max(1, static_cast<int>(std::ceil(3 * sigma)));
-  std::vector<double> w(2 * r + 1);
-  double sum = 0;
-  for (int i = -r; i <= r; ++i) sum += w[i + r] = std::exp(-double(i) * i / (2 * sigma * sigma));
-  for (double& x : w) x /= sum;
-  return w;
-}
-
 template <class T>
 std::vector<T> oracle_unsharp(const std::vector<T>& src, int W, int H, int C, double sx, double sy, double amount,
                               double threshold) {
-  const std::vector<double> wx = oracle_weights(sx), wy = oracle_weights(sy);
+  const std::vector<double> wx = oracle::gaussian_weights(sx, -1), wy = oracle::gaussian_weights(sy, -1);
   const int rx = int(wx.size() / 2), ry = int(wy.size() / 2);
   const double top = static_cast<double>(static_cast<T>(~T{0}));
   std::vector<T> out(src.size());
@@ -92,30 +83,13 @@ std::vector<T> oracle_pixelate(const std::vector<T>& src, int W, int H, int C, i
   return out;
 }
 
-// Max |diff| <= 1, at most 1% of samples differing, |mean signed diff| <= 0.01.
+// Within 1, on at most 1% of the samples, without bias (test_support.hpp).
 template <class T>
 void expect_close_unbiased(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
-  long long worst = 0, differ = 0;
-  double sum = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const long long d = static_cast<long long>(got[i]) - static_cast<long long>(want[i]);
-    worst = std::max(worst, std::llabs(d));
-    differ += d != 0;
-    sum += static_cast<double>(d);
-  }
-  if (worst > 1) {  // say where: the first few samples that are off by more than 1
-    int shown = 0;
-    for (size_t i = 0; i < got.size() && shown < 6; ++i)
-      if (std::llabs(static_cast<long long>(got[i]) - static_cast<long long>(want[i])) > 1) {
-        std::printf("%s: sample %zu got %lld want %lld\n", what.c_str(), i, static_cast<long long>(got[i]),
-                    static_cast<long long>(want[i]));
-        ++shown;
-      }
-  }
-  EXPECT_LE(worst, 1) << what;
-  EXPECT_LE(static_cast<double>(differ) / got.size(), 0.01) << what << ": " << differ << " samples differ";
-  EXPECT_LE(std::abs(sum / got.size()), 0.01) << what << ": mean signed difference";
+  SampleDiffs d(kRounding.max_abs);
+  for (size_t i = 0; i < got.size(); ++i) d.add(got[i], want[i], static_cast<int>(i), 0);
+  EXPECT_TRUE(d.check(kRounding)) << what;
 }
 
 struct Case {

@@ -135,16 +135,9 @@ TEST_P(RegistryFilter, CudaAgreesWithCpu) {
       const auto& a = gpu.planes[k][p];
       const auto& b = cpu.planes[k][p];
       ASSERT_EQ(a.size(), b.size());
-      long long worst = 0, differ = 0, sum = 0;
-      for (size_t i = 0; i < a.size(); ++i) {
-        const long long d = static_cast<long long>(a[i]) - b[i];
-        worst = std::max(worst, std::llabs(d));
-        differ += d != 0;
-        sum += d;
-      }
-      EXPECT_LE(worst, 1) << "frame " << k << " plane " << p;
-      EXPECT_LE(static_cast<double>(differ) / a.size(), 0.01) << "frame " << k << " plane " << p;
-      EXPECT_LE(std::abs(static_cast<double>(sum) / a.size()), 0.01) << "frame " << k << " plane " << p;
+      SampleDiffs d(kRounding.max_abs);
+      for (size_t i = 0; i < a.size(); ++i) d.add(a[i], b[i], static_cast<int>(i), 0);
+      EXPECT_TRUE(d.check(kRounding)) << "frame " << k << " plane " << p;
     }
 }
 

@@ -468,12 +468,7 @@ GaussianBlur::GaussianBlur(double sigma_x, double sigma_y, int radius_x, int rad
   std::vector<float> w = gaussian_weights_f(sigma_x, radius_x);
   const std::vector<float> wy = gaussian_weights_f(sigma_y, radius_y);
   w.insert(w.end(), wy.begin(), wy.end());
-  weights_ = DeviceBuffer(w.size() * sizeof(float));
-  CUDA_CHECK(cudaMemcpy(weights_.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
-  // A copy from pageable memory may return before its DMA has landed, and the
-  // kernels run on the caller's streams (non-blocking ones too), which do not
-  // wait for the legacy default stream: wait for it here, once per set-up.
-  CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  weights_ = DeviceBuffer::from_host(w.data(), w.size() * sizeof(float));
 }
 
 void GaussianBlur::reserve(int width, int height, int channels) { ensure_scratch(scratch_, width, height, channels); }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 
 #include "cpu_simd.hpp"
@@ -13,6 +12,17 @@
 
 namespace streamblur::cpu {
 namespace {
+
+// Repeats the first and last pixel r times beside a row of S samples (C per
+// pixel) that sits at `mid` in a buffer with r*C samples of room each side.
+template <class U>
+void pad_edges(U* mid, int S, int C, int r) {
+  for (int i = 1; i <= r; ++i)
+    for (int c = 0; c < C; ++c) {
+      mid[-i * C + c] = mid[c];
+      mid[S - C + i * C + c] = mid[S - C + c];
+    }
+}
 
 // Up to this box radius the horizontal sums are direct SIMD additions.
 constexpr int kDirectBoxRadius = 6;
@@ -59,11 +69,7 @@ void GaussianBlur::horizontal_rows(Plane<const T> src, Plane<float> tmp, int y0,
   float* mid = buf.data() + static_cast<size_t>(r) * C;
   for (int y = y0; y < y1; ++y) {
     simd::to_float(src.row(y), mid, S);
-    for (int i = 1; i <= r; ++i)  // clamped edges: the first and last pixel repeated
-      for (int c = 0; c < C; ++c) {
-        mid[-i * C + c] = mid[c];
-        mid[S - C + i * C + c] = mid[S - C + c];
-      }
+    pad_edges(mid, S, C, r);  // clamped borders
     simd::gauss_row(mid, tmp.row(y), S, C, weights_x_.data(), r);
   }
 }
@@ -99,11 +105,7 @@ void BoxBlur::horizontal_rows(Plane<const T> src, Plane<uint32_t> tmp, int y0, i
   uint32_t* in = buf.data() + static_cast<size_t>(r) * C;
   for (int y = y0; y < y1; ++y) {
     simd::to_u32(src.row(y), in, S);
-    for (int i = 1; i <= r; ++i)  // clamped edges: the first and last pixel repeated
-      for (int c = 0; c < C; ++c) {
-        in[-i * C + c] = in[c];
-        in[S - C + i * C + c] = in[S - C + c];
-      }
+    pad_edges(in, S, C, r);  // clamped borders
     uint32_t* out = tmp.row(y);
     // Small windows: 2r+1 vector additions per vector of output. Larger ones:
     // a running sum per channel, flat in r.

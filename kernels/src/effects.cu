@@ -82,12 +82,7 @@ Unsharp::Unsharp(const UnsharpParams& p)
   std::vector<float> w = gaussian_weights_f(p.sigma_x, p.radius_x);
   const std::vector<float> v = gaussian_weights_f(p.sigma_y, p.radius_y);
   w.insert(w.end(), v.begin(), v.end());
-  weights_ = DeviceBuffer(w.size() * sizeof(float));
-  CUDA_CHECK(cudaMemcpy(weights_.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
-  // A copy from pageable memory may return before its DMA has landed, and the
-  // kernels run on the caller's streams (non-blocking ones too), which do not
-  // wait for the legacy default stream: wait for it here, once per set-up.
-  CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  weights_ = DeviceBuffer::from_host(w.data(), w.size() * sizeof(float));
 }
 
 void Unsharp::reserve(int width, int height, int channels) {

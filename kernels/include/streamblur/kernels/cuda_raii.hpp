@@ -48,6 +48,15 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t bytes) { if (bytes) CUDA_CHECK(cudaMalloc(&p_, bytes)); size_ = bytes; }
+  // A buffer holding a copy of `bytes` host bytes, complete on return: a copy
+  // from pageable memory may return before its DMA lands, and kernels on
+  // non-blocking streams do not wait for the legacy stream, so it waits.
+  static DeviceBuffer from_host(const void* src, std::size_t bytes) {
+    DeviceBuffer b(bytes);
+    CUDA_CHECK(cudaMemcpy(b.p_, src, bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    return b;
+  }
   ~DeviceBuffer() { if (p_) check_teardown(cudaFree(p_), "cudaFree"); }
   DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), size_(std::exchange(o.size_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept { std::swap(p_, o.p_); std::swap(size_, o.size_); return *this; }
