@@ -614,6 +614,27 @@ TEST(CudaBlur, ACaughtFailureIsNotReportedAgainByTheNextKernel) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+TEST(CudaBlur, ALaunchFailureNamesTheKernelAndItsSite) {
+  REQUIRE_GPU();
+  // A failed call leaves an error that the launch check must report under the
+  // kernel's name and the launch site's file:line, then clear.
+  void* p = nullptr;
+  ASSERT_NE(cudaMalloc(&p, std::size_t{1} << 52), cudaSuccess);  // sets the runtime's last error
+  bool threw = false;
+  try {
+    STREAMBLUR_CHECK_LAUNCH("probe_kernel", nullptr);
+  } catch (const cuda::CudaError& e) {
+    threw = true;
+    const std::string what = e.what();
+    EXPECT_NE(what.find("launch of probe_kernel"), std::string::npos) << what;
+    EXPECT_NE(what.find("test_kernels.cpp:"), std::string::npos) << what;
+    EXPECT_NE(what.find("out of memory"), std::string::npos) << what;
+  }
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_NO_THROW(STREAMBLUR_CHECK_LAUNCH("probe_kernel", nullptr));
+}
+
 TEST(CudaBlur, MismatchedPlanesThrow) {
   REQUIRE_GPU();
   DeviceImage<uint8_t> a(10, 10, 1), b(11, 10, 1);

@@ -335,8 +335,6 @@ fused_blur_x4(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict
   }
 }
 
-void check_launch() { CUDA_CHECK(cudaGetLastError()); }
-
 __global__ void round_high_bits_kernel(uint16_t* data, std::ptrdiff_t pitch, int samples, int height, int shift) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y;
@@ -386,8 +384,8 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, 
   const Plane<T> out = in_place ? Plane<T>(static_cast<T*>(scratch), src.width, height,
                                            static_cast<std::ptrdiff_t>(scratch_pitch(samples)), src.channels)
                                 : dst;
-  auto finish_fused = [&] {
-    check_launch();
+  auto finish_fused = [&](const char* kernel) {
+    STREAMBLUR_CHECK_LAUNCH(kernel, stream);
     if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
   };
   const int auto_max = kWeighted ? kX4AutoMaxRadiusGauss : kX4AutoMaxRadiusBox;
@@ -404,7 +402,7 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, 
       const dim3 grid((samples + kX4TileW - 1) / kX4TileW, grid_y);
       fused_blur_x4<T, In, Acc, kWeighted><<<grid, dim3(kX4ThreadsX, kX4ThreadsY), shared, stream>>>(
           src.data, src.pitch, out.data, out.pitch, samples, height, weights, rx, ry, box_count, vector_io);
-      return finish_fused();
+      return finish_fused("fused_blur_x4");
     }
   }
   if (path == BlurPath::Fused || (path == BlurPath::Auto && ry <= kFusedMaxRadiusY)) {
@@ -414,7 +412,7 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, 
       const dim3 grid((samples + kFTileW - 1) / kFTileW, grid_y);
       fused_blur<T, In, Acc, kWeighted><<<grid, dim3(kFThreadsX, kFThreadsY), shared, stream>>>(
           src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, weights, rx, ry, box_count);
-      return finish_fused();
+      return finish_fused("fused_blur");
     }
   }
   // Two passes through the scratch plane.
@@ -433,7 +431,7 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, 
   else
     horizontal_pass<T, In, false, kWeighted><<<h_grid, kHThreads, wbytes, stream>>>(
         src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, wx, radius);
-  check_launch();
+  STREAMBLUR_CHECK_LAUNCH("horizontal_pass", stream);
 
   const unsigned long long count = static_cast<unsigned long long>(2 * rx + 1) * (2 * ry + 1);
   radius = ry;
@@ -449,7 +447,7 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, 
   else
     vertical_pass<T, In, Acc, false, kWeighted><<<v_grid, v_block, wbytes, stream>>>(
         tmp, tmp_pitch, dst.data, dst.pitch, samples, height, wy, radius, count);
-  check_launch();
+  STREAMBLUR_CHECK_LAUNCH("vertical_pass", stream);
 }
 
 }  // namespace
@@ -511,7 +509,7 @@ void round_to_high_bits(Plane<uint16_t> plane, int shift, cudaStream_t stream) {
     const int rows = std::min(kMaxGridY, plane.height - y0);
     const dim3 grid((samples + 255) / 256, rows);
     round_high_bits_kernel<<<grid, 256, 0, stream>>>(plane.row(y0), plane.pitch, samples, rows, shift);
-    check_launch();
+    STREAMBLUR_CHECK_LAUNCH("round_high_bits_kernel", stream);
   }
 }
 
@@ -523,7 +521,7 @@ void shift_samples(Plane<uint16_t> plane, int shift, cudaStream_t stream) {
     const int rows = std::min(kMaxGridY, plane.height - y0);
     const dim3 grid((samples + 255) / 256, rows);
     shift_samples_kernel<<<grid, 256, 0, stream>>>(plane.row(y0), plane.pitch, samples, rows, shift);
-    check_launch();
+    STREAMBLUR_CHECK_LAUNCH("shift_samples_kernel", stream);
   }
 }
 

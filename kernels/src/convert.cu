@@ -58,7 +58,7 @@ void shift_copy(Plane<const T> src, Plane<T> dst, int shift, cudaStream_t stream
   }
   shift_copy_kernel<T><<<grid_for(samples, src.height), dim3(kBlockX, kBlockY), 0, stream>>>(
       src.data, src.pitch, dst.data, dst.pitch, samples, src.height, shift);
-  CUDA_CHECK(cudaGetLastError());
+  STREAMBLUR_CHECK_LAUNCH("shift_copy_kernel", stream);
 }
 
 template <class T>
@@ -70,7 +70,7 @@ void split_channels(Plane<const T> in, Plane<T> first, Plane<T> second, int shif
   if (in.width == 0 || in.height == 0) return;
   split_channels_kernel<T><<<grid_for(in.width, in.height), dim3(kBlockX, kBlockY), 0, stream>>>(
       in.data, in.pitch, first.data, first.pitch, second.data, second.pitch, in.width, in.height, shift);
-  CUDA_CHECK(cudaGetLastError());
+  STREAMBLUR_CHECK_LAUNCH("split_channels_kernel", stream);
 }
 
 template void shift_copy<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, int, cudaStream_t);

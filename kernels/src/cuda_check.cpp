@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace streamblur::cuda {
@@ -21,6 +23,27 @@ void check_teardown(cudaError_t code, const char* call) noexcept {
   if (!said.exchange(true))
     std::fprintf(stderr, "streamblur: CUDA error during cleanup: %s failed: %s (%s)\n", call, cudaGetErrorString(code),
                  cudaGetErrorName(code));
+}
+
+bool debug_sync_enabled() noexcept {
+#ifdef STREAMBLUR_CUDA_DEBUG_SYNC
+  return true;
+#else
+  static const bool on = [] {
+    const char* v = std::getenv("STREAMBLUR_CUDA_SYNC");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+#endif
+}
+
+void check_launch(const char* kernel, cudaStream_t stream, const char* file, int line) {
+  cudaError_t rc = cudaGetLastError();
+  if (rc != cudaSuccess) throw_cuda_error(rc, (std::string("launch of ") + kernel).c_str(), file, line);
+  if (!debug_sync_enabled()) return;
+  rc = cudaStreamSynchronize(stream);
+  if (rc != cudaSuccess)
+    throw_cuda_error(rc, (std::string(kernel) + " (STREAMBLUR_CUDA_SYNC: waited for it)").c_str(), file, line);
 }
 
 int device_count_from(cudaError_t rc, int count) {

@@ -98,13 +98,13 @@ void Unsharp::apply(Plane<T> plane, cudaStream_t stream) {
   const float* w = weights_.as<const float>();
   unsharp_rows_kernel<T><<<dim3((S + 255) / 256, plane.height), 256, 0, stream>>>(
       plane.data, plane.pitch, plane.width, plane.height, plane.channels, w, rx_, scratch_.as<float>());
-  CUDA_CHECK(cudaGetLastError());
+  STREAMBLUR_CHECK_LAUNCH("unsharp_rows_kernel", stream);
   const dim3 block(64, 4);
   unsharp_combine_kernel<T><<<dim3((S + 63) / 64, (plane.height + 3) / 4), block, 0, stream>>>(
       plane.data, plane.pitch, plane.width, plane.height, plane.channels, w + 2 * rx_ + 1, ry_,
       scratch_.as<const float>(), static_cast<float>(p_.amount), static_cast<float>(p_.threshold),
       static_cast<float>(sample_max<T>()));
-  CUDA_CHECK(cudaGetLastError());
+  STREAMBLUR_CHECK_LAUNCH("unsharp_combine_kernel", stream);
 }
 
 template <class T>
@@ -115,7 +115,7 @@ void pixelate(Plane<T> plane, int block_x, int block_y, cudaStream_t stream) {
   const int cell_rows = (plane.height + block_y - 1) / block_y;
   pixelate_kernel<T><<<dim3((threads + 127) / 128, cell_rows), 128, 0, stream>>>(
       plane.data, plane.pitch, plane.width, plane.height, plane.channels, block_x, block_y);
-  CUDA_CHECK(cudaGetLastError());
+  STREAMBLUR_CHECK_LAUNCH("pixelate_kernel", stream);
 }
 
 template void Unsharp::apply<uint8_t>(Plane<uint8_t>, cudaStream_t);

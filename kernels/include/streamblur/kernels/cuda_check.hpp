@@ -36,6 +36,24 @@ int device_count();
 // `count` (separate so that it can be tested without a GPU).
 int device_count_from(cudaError_t rc, int count);
 
+// After a kernel launch: throws CudaError naming the kernel and the launch
+// site when the launch failed (bad configuration, too much shared memory, ...).
+// In debug-sync mode it also waits for `stream` and reports a failure of the
+// kernel's execution at the same site, instead of at some later, unrelated
+// call. Debug-sync mode is on when built with -DSTREAMBLUR_CUDA_DEBUG_SYNC=ON
+// or when the environment sets STREAMBLUR_CUDA_SYNC=1 (read once).
+void check_launch(const char* kernel, cudaStream_t stream, const char* file, int line);
+
+// Whether launches synchronise (see check_launch).
+bool debug_sync_enabled() noexcept;
+
+}  // namespace streamblur::cuda
+
+// Use right after `kernel<<<...>>>(...)`: STREAMBLUR_CHECK_LAUNCH("name", stream);
+#define STREAMBLUR_CHECK_LAUNCH(kernel, stream) ::streamblur::cuda::check_launch((kernel), (stream), __FILE__, __LINE__)
+
+namespace streamblur::cuda {
+
 }  // namespace streamblur::cuda
 
 #define CUDA_CHECK(call)                                                       \
