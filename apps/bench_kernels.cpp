@@ -9,8 +9,9 @@
 #include <functional>
 #include <memory>
 #include <stdexcept>
-#include <string>
 #include <random>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "streamblur/kernels/cuda_blur.hpp"
@@ -32,11 +33,12 @@ using cuda::DeviceBuffer;
 // Enough frames that source and destination together exceed the 60 MB L2 of an H200.
 constexpr int kRotation = 16;
 
+template <class T>
 struct Buffers {
   int width, height;
-  std::ptrdiff_t pitch;
+  std::ptrdiff_t pitch;  // bytes
   std::vector<DeviceBuffer> src, dst;
-  Buffers(int w, int h) : width(w), height(h), pitch((w + 255) / 256 * 256) {
+  Buffers(int w, int h) : width(w), height(h), pitch((w * sizeof(T) + 255) / 256 * 256) {
     std::mt19937 rng(7);
     std::vector<uint8_t> host(static_cast<size_t>(pitch) * h);
     for (auto& v : host) v = static_cast<uint8_t>(rng());
@@ -46,8 +48,8 @@ struct Buffers {
       CUDA_CHECK(cudaMemcpy(src.back().get(), host.data(), host.size(), cudaMemcpyHostToDevice));
     }
   }
-  Plane<const uint8_t> in(int i) const { return {src[i].as<const uint8_t>(), width, height, pitch}; }
-  Plane<uint8_t> out(int i) const { return {dst[i].as<uint8_t>(), width, height, pitch}; }
+  Plane<const T> in(int i) const { return {src[i].as<const T>(), width, height, pitch}; }
+  Plane<T> out(int i) const { return {dst[i].as<T>(), width, height, pitch}; }
 };
 
 // Median time of one operation in microseconds: each sample times a whole
@@ -69,27 +71,32 @@ double median_us(const std::function<void(int)>& op, cudaStream_t stream, int sa
   return t[t.size() / 2];
 }
 
-// Median times with the kernels Auto picks, the fused kernel, and two passes;
+// Median times with the kernels Auto picks, the fused kernel, two passes and
+// the register-blocked kernels (0 where a forced path falls back to another);
 // the blur is left on Auto.
-template <class Blur>
-std::array<double, 3> time_paths(Blur& blur, const std::function<void(int)>& op, cudaStream_t stream, int samples) {
-  std::array<double, 3> t{};
-  const cuda::BlurPath paths[] = {cuda::BlurPath::Fused, cuda::BlurPath::TwoPass, cuda::BlurPath::Auto};
-  for (int i = 0; i < 3; ++i) {
+template <class T, class Blur>
+std::array<double, 5> time_paths(Blur& blur, int w, int h, const std::function<void(int)>& op, cudaStream_t stream,
+                                 int samples) {
+  std::array<double, 5> t{};
+  const cuda::BlurPath paths[] = {cuda::BlurPath::Fused, cuda::BlurPath::TwoPass, cuda::BlurPath::Register,
+                                  cuda::BlurPath::Sliding, cuda::BlurPath::Auto};
+  for (int i = 0; i < 5; ++i) {
     blur.set_path(paths[i]);
-    t[(i + 1) % 3] = median_us(op, stream, samples);
+    const bool runs = paths[i] == cuda::BlurPath::Auto || blur.path_taken(w, h, 1, sizeof(T)) == paths[i];
+    t[(i + 1) % 5] = runs ? median_us(op, stream, samples) : 0.0;
   }
-  return t;  // {auto, fused, two-pass}
+  return t;  // {auto, fused, two-pass, register, sliding}
 }
 
-int max_abs_diff(const DeviceBuffer& x, const DeviceBuffer& y, const Buffers& buf) {
-  std::vector<uint8_t> hx(x.size()), hy(y.size());
-  CUDA_CHECK(cudaMemcpy(hx.data(), x.get(), hx.size(), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(hy.data(), y.get(), hy.size(), cudaMemcpyDeviceToHost));
+template <class T>
+int max_abs_diff(const DeviceBuffer& x, const DeviceBuffer& y, const Buffers<T>& buf) {
+  std::vector<T> hx(x.size() / sizeof(T)), hy(y.size() / sizeof(T));
+  CUDA_CHECK(cudaMemcpy(hx.data(), x.get(), x.size(), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(hy.data(), y.get(), y.size(), cudaMemcpyDeviceToHost));
   int m = 0;
   for (int r = 0; r < buf.height; ++r)
     for (int c = 0; c < buf.width; ++c) {
-      const size_t i = static_cast<size_t>(r) * buf.pitch + c;
+      const size_t i = static_cast<size_t>(r) * buf.pitch / sizeof(T) + c;
       m = std::max(m, std::abs(int(hx[i]) - int(hy[i])));
     }
   return m;
@@ -117,9 +124,7 @@ void npp_check(NppStatus s, const char* what) {
 }
 #endif
 
-}  // namespace
-
-bool npp_available() {
+bool npp_available_impl() {
 #ifdef STREAMBLUR_HAVE_NPP
   return true;
 #else
@@ -127,77 +132,109 @@ bool npp_available() {
 #endif
 }
 
+#ifdef STREAMBLUR_HAVE_NPP
+// NPP's entry points by sample type.
+NppStatus npp_gauss(const Npp8u* s, int sp, NppiSize z, Npp8u* d, int dp, int taps, const Npp32f* w, NppStreamContext c) {
+  return nppiFilterGaussAdvancedBorder_8u_C1R_Ctx(s, sp, z, {0, 0}, d, dp, z, taps, w, NPP_BORDER_REPLICATE, c);
+}
+NppStatus npp_gauss(const Npp16u* s, int sp, NppiSize z, Npp16u* d, int dp, int taps, const Npp32f* w, NppStreamContext c) {
+  return nppiFilterGaussAdvancedBorder_16u_C1R_Ctx(s, sp, z, {0, 0}, d, dp, z, taps, w, NPP_BORDER_REPLICATE, c);
+}
+NppStatus npp_box(const Npp8u* s, int sp, NppiSize z, Npp8u* d, int dp, int r, NppStreamContext c) {
+  return nppiFilterBoxBorder_8u_C1R_Ctx(s, sp, z, {0, 0}, d, dp, z, {2 * r + 1, 2 * r + 1}, {r, r}, NPP_BORDER_REPLICATE, c);
+}
+NppStatus npp_box(const Npp16u* s, int sp, NppiSize z, Npp16u* d, int dp, int r, NppStreamContext c) {
+  return nppiFilterBoxBorder_16u_C1R_Ctx(s, sp, z, {0, 0}, d, dp, z, {2 * r + 1, 2 * r + 1}, {r, r}, NPP_BORDER_REPLICATE, c);
+}
+template <class T> using NppT = std::conditional_t<sizeof(T) == 1, Npp8u, Npp16u>;
+#endif
+
+template <class T>
+void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, std::vector<KernelResult>& results) {
+  Buffers<T> buf(w, h);
+  const double copy_us = median_us([&](int i) { cuda::copy_plane<T>(buf.in(i), buf.out(i), st); }, st, opt.samples);
+  DeviceBuffer reference_out(buf.dst[0].size());  // our output of buffer 0, to compare NPP with
+  auto record = [&](const std::string& filter, double param, int taps, cuda::BlurPath path,
+                    const std::array<double, 5>& us, std::function<void(int)> npp) {
+    KernelResult r;
+    r.width = w;
+    r.height = h;
+    r.bits = 8 * sizeof(T);
+    r.filter = filter;
+    r.param = param;
+    r.taps = taps;
+    r.path = cuda::path_name(path);
+    r.ours_us = us[0];
+    r.fused_us = us[1];
+    r.two_pass_us = us[2];
+    r.register_us = us[3];
+    r.sliding_us = us[4];
+    r.copy_us = copy_us;
+    CUDA_CHECK(cudaMemcpyAsync(reference_out.get(), buf.dst[0].get(), reference_out.size(), cudaMemcpyDeviceToDevice, st));
+    if (npp) {
+      r.npp_us = median_us(npp, st, opt.samples);
+      CUDA_CHECK(cudaStreamSynchronize(st));
+      r.npp_max_diff = max_abs_diff<T>(reference_out, buf.dst[0], buf);
+    }
+    results.push_back(r);
+    if (opt.progress) opt.progress(results.back());
+  };
+  for (double sigma : opt.sigmas) {
+    cuda::GaussianBlur blur(sigma);
+    blur.reserve(w, h, 1);
+    const auto us = time_paths<T>(blur, w, h, [&](int i) { blur.apply<T>(buf.in(i), buf.out(i), st); }, st, opt.samples);
+    std::function<void(int)> npp;
+#ifdef STREAMBLUR_HAVE_NPP
+    // NPP's Gaussian costs grow with the taps past usefulness (24 ms at 61
+    // taps on a 4K plane): timed up to 61 taps.
+    const std::vector<float> weights = gaussian_weights_f(sigma);
+    if (weights.size() <= 61) {
+      auto d_weights = std::make_shared<DeviceBuffer>(DeviceBuffer::from_host(weights.data(), weights.size() * sizeof(float)));
+      const NppStreamContext ctx = npp_context(st);
+      npp = [&buf, d_weights, ctx, taps = static_cast<int>(weights.size())](int i) {
+        npp_check(npp_gauss(buf.src[i].template as<const NppT<T>>(), static_cast<int>(buf.pitch), {buf.width, buf.height},
+                            buf.dst[i].template as<NppT<T>>(), static_cast<int>(buf.pitch), taps, d_weights->as<Npp32f>(), ctx),
+                  "nppiFilterGaussAdvancedBorder_C1R_Ctx");
+      };
+    }
+#endif
+    // Our output of buffer 0 is still in dst[0] when record() copies it.
+    blur.apply<T>(buf.in(0), buf.out(0), st);
+    record("gblur", sigma, 2 * blur.radius_x() + 1, blur.path_taken(w, h, 1, sizeof(T)), us, npp);
+  }
+  for (int r : opt.box_radii) {
+    cuda::BoxBlur blur(r);
+    blur.reserve(w, h, 1);
+    const auto us = time_paths<T>(blur, w, h, [&](int i) { blur.apply<T>(buf.in(i), buf.out(i), st); }, st, opt.samples);
+    std::function<void(int)> npp;
+#ifdef STREAMBLUR_HAVE_NPP
+    if (r <= 120) {  // NPP's box grows with the radius too
+      const NppStreamContext ctx = npp_context(st);
+      npp = [&buf, ctx, r](int i) {
+        npp_check(npp_box(buf.src[i].template as<const NppT<T>>(), static_cast<int>(buf.pitch), {buf.width, buf.height},
+                          buf.dst[i].template as<NppT<T>>(), static_cast<int>(buf.pitch), r, ctx),
+                  "nppiFilterBoxBorder_C1R_Ctx");
+      };
+    }
+#endif
+    blur.apply<T>(buf.in(0), buf.out(0), st);
+    record("boxblur", r, 2 * r + 1, blur.path_taken(w, h, 1, sizeof(T)), us, npp);
+  }
+}
+
+}  // namespace
+
+bool npp_available() { return npp_available_impl(); }
+
 std::vector<KernelResult> run_kernel_bench(const KernelBenchOptions& opt) {
   if (cuda::device_count() == 0) throw std::runtime_error("kernel benchmark: no CUDA device");
   std::vector<KernelResult> results;
   CudaStream stream;
-  const cudaStream_t st = stream.get();
-  for (auto [w, h] : opt.sizes) {
-    Buffers buf(w, h);
-    const double copy_us = median_us(
-        [&](int i) { cuda::copy_plane<uint8_t>(buf.in(i), buf.out(i), st); }, st, opt.samples);
-    DeviceBuffer reference_out(buf.dst[0].size());  // our output of buffer 0, to compare NPP with
-    auto record = [&](const std::string& filter, double param, int taps, const std::array<double, 3>& us,
-                      std::function<void(int)> npp) {
-      KernelResult r;
-      r.width = w;
-      r.height = h;
-      r.filter = filter;
-      r.param = param;
-      r.taps = taps;
-      r.ours_us = us[0];
-      r.fused_us = us[1];
-      r.two_pass_us = us[2];
-      r.copy_us = copy_us;
-      CUDA_CHECK(cudaMemcpyAsync(reference_out.get(), buf.dst[0].get(), reference_out.size(), cudaMemcpyDeviceToDevice, st));
-      if (npp) {
-        r.npp_us = median_us(npp, st, opt.samples);
-        stream.synchronize();
-        r.npp_max_diff = max_abs_diff(reference_out, buf.dst[0], buf);
-      }
-      results.push_back(r);
-      if (opt.progress) opt.progress(results.back());
-    };
-    for (double sigma : opt.sigmas) {
-      cuda::GaussianBlur blur(sigma);
-      blur.reserve(w, h, 1);
-      const auto us = time_paths(blur, [&](int i) { blur.apply<uint8_t>(buf.in(i), buf.out(i), st); }, st, opt.samples);
-      std::function<void(int)> npp;
-#ifdef STREAMBLUR_HAVE_NPP
-      const std::vector<float> weights = gaussian_weights_f(sigma);
-      auto d_weights = std::make_shared<DeviceBuffer>(weights.size() * sizeof(float));
-      CUDA_CHECK(cudaMemcpy(d_weights->get(), weights.data(), weights.size() * sizeof(float), cudaMemcpyHostToDevice));
-      const NppStreamContext ctx = npp_context(st);
-      npp = [&buf, d_weights, ctx, taps = static_cast<int>(weights.size())](int i) {
-        npp_check(nppiFilterGaussAdvancedBorder_8u_C1R_Ctx(buf.src[i].as<Npp8u>(), static_cast<int>(buf.pitch), {buf.width, buf.height},
-                                                            {0, 0}, buf.dst[i].as<Npp8u>(), static_cast<int>(buf.pitch),
-                                                            {buf.width, buf.height}, taps, d_weights->as<Npp32f>(),
-                                                            NPP_BORDER_REPLICATE, ctx),
-                  "nppiFilterGaussAdvancedBorder_8u_C1R_Ctx");
-      };
-#endif
-      // Our output of buffer 0 is still in dst[0] when record() copies it.
-      blur.apply<uint8_t>(buf.in(0), buf.out(0), st);
-      record("gblur", sigma, 2 * blur.radius_x() + 1, us, npp);
+  for (int bits : opt.bits)
+    for (auto [w, h] : opt.sizes) {
+      if (bits == 16) bench_size<uint16_t>(opt, w, h, stream.get(), results);
+      else bench_size<uint8_t>(opt, w, h, stream.get(), results);
     }
-    for (int r : opt.box_radii) {
-      cuda::BoxBlur blur(r);
-      blur.reserve(w, h, 1);
-      const auto us = time_paths(blur, [&](int i) { blur.apply<uint8_t>(buf.in(i), buf.out(i), st); }, st, opt.samples);
-      std::function<void(int)> npp;
-#ifdef STREAMBLUR_HAVE_NPP
-      const NppStreamContext ctx = npp_context(st);
-      npp = [&buf, ctx, r](int i) {
-        npp_check(nppiFilterBoxBorder_8u_C1R_Ctx(buf.src[i].as<Npp8u>(), static_cast<int>(buf.pitch), {buf.width, buf.height}, {0, 0},
-                                                 buf.dst[i].as<Npp8u>(), static_cast<int>(buf.pitch), {buf.width, buf.height},
-                                                 {2 * r + 1, 2 * r + 1}, {r, r}, NPP_BORDER_REPLICATE, ctx),
-                  "nppiFilterBoxBorder_8u_C1R_Ctx");
-      };
-#endif
-      blur.apply<uint8_t>(buf.in(0), buf.out(0), st);
-      record("boxblur", r, 2 * r + 1, us, npp);
-    }
-  }
   return results;
 }
 

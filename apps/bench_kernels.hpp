@@ -8,8 +8,9 @@ namespace streamblur::bench {
 
 struct KernelBenchOptions {
   std::vector<std::pair<int, int>> sizes{{1920, 1080}, {3840, 2160}};
-  std::vector<double> sigmas{1, 2, 5, 10};
-  std::vector<int> box_radii{1, 3, 8, 15};
+  std::vector<double> sigmas{1, 2, 5, 10, 20, 40};
+  std::vector<int> box_radii{1, 3, 8, 15, 30, 60, 120, 1000};
+  std::vector<int> bits{8, 16};  // sample sizes: 8- and 16-bit planes
   int samples = 15;  // timed rotations per figure; the median is reported
   std::function<void(const struct KernelResult&)> progress;
 };
@@ -19,9 +20,13 @@ struct KernelResult {
   std::string filter;   // gblur or boxblur
   double param = 0;     // sigma or radius
   int taps = 0;         // 2r+1
+  int bits = 8;         // bits per sample
+  std::string path;     // the kernels Auto ran (cuda::path_name)
   double ours_us = 0;   // median GPU time of one plane (the kernels Auto picks)
   double fused_us = 0;  // the same, forcing the fused kernel
   double two_pass_us = 0;  // the same, forcing two passes
+  double register_us = 0;  // the same, forcing the register-blocked kernels (where they run)
+  double sliding_us = 0;   // the same, forcing the sliding-window kernels (where they run)
   double copy_us = 0;   // device-to-device copy of the same bytes
   double npp_us = -1;   // NPP on the same buffers; -1 when NPP is not built in
   int npp_max_diff = -1;

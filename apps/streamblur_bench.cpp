@@ -30,8 +30,8 @@ extern "C" {
 namespace {
 
 void print_kernel_header(bool npp) {
-  std::printf("%-10s %-8s %6s %5s %10s %9s %9s %10s %8s", "size", "filter", "param", "taps", "ours_us", "fused_us",
-              "2pass_us", "copy_us", "x_copy");
+  std::printf("%-10s %4s %-8s %6s %5s %-9s %10s %9s %9s %9s %9s %10s %8s", "size", "bits", "filter", "param", "taps",
+              "auto_path", "ours_us", "fused_us", "2pass_us", "reg_us", "slide_us", "copy_us", "x_copy");
   if (npp) std::printf(" %10s %9s %8s", "npp_us", "npp/ours", "maxdiff");
   std::printf("\n");
 }
@@ -39,8 +39,9 @@ void print_kernel_header(bool npp) {
 void print_kernel_row(const streamblur::bench::KernelResult& r) {
   char size[32];
   std::snprintf(size, sizeof size, "%dx%d", r.width, r.height);
-  std::printf("%-10s %-8s %6g %5d %10.1f %9.1f %9.1f %10.1f %8.2f", size, r.filter.c_str(), r.param, r.taps, r.ours_us,
-              r.fused_us, r.two_pass_us, r.copy_us, r.ours_us / r.copy_us);
+  std::printf("%-10s %4d %-8s %6g %5d %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %10.1f %8.2f", size, r.bits, r.filter.c_str(),
+              r.param, r.taps, r.path.c_str(), r.ours_us, r.fused_us, r.two_pass_us, r.register_us, r.sliding_us,
+              r.copy_us, r.ours_us / r.copy_us);
   if (r.npp_us >= 0) std::printf(" %10.1f %9.2f %8d", r.npp_us, r.npp_us / r.ours_us, r.npp_max_diff);
   std::printf("\n");
   std::fflush(stdout);
@@ -49,8 +50,10 @@ void print_kernel_row(const streamblur::bench::KernelResult& r) {
 nlohmann::json kernel_json(const std::vector<streamblur::bench::KernelResult>& results) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& r : results)
-    j.push_back({{"width", r.width}, {"height", r.height}, {"filter", r.filter}, {"param", r.param}, {"taps", r.taps},
-                 {"ours_us", r.ours_us}, {"fused_us", r.fused_us}, {"two_pass_us", r.two_pass_us}, {"copy_us", r.copy_us}, {"ratio_to_copy", r.ours_us / r.copy_us},
+    j.push_back({{"width", r.width}, {"height", r.height}, {"bits", r.bits}, {"filter", r.filter}, {"param", r.param},
+                 {"taps", r.taps}, {"path", r.path}, {"ours_us", r.ours_us}, {"fused_us", r.fused_us},
+                 {"two_pass_us", r.two_pass_us}, {"register_us", r.register_us}, {"sliding_us", r.sliding_us}, {"copy_us", r.copy_us},
+                 {"ratio_to_copy", r.ours_us / r.copy_us},
                  {"npp_us", r.npp_us}, {"npp_max_diff", r.npp_max_diff}});
   return j;
 }
@@ -59,10 +62,13 @@ std::vector<streamblur::bench::KernelResult> kernel_table(bool quick) {
   streamblur::bench::KernelBenchOptions opt;
   if (quick) {
     opt.sizes = {{640, 360}};
+    opt.sigmas = {1, 2, 10};
+    opt.box_radii = {1, 15, 120};
     opt.samples = 3;
   }
   const bool npp = streamblur::bench::npp_available();
-  std::printf("Kernel benchmark: median GPU time per plane (8-bit), rotating over 16 buffers; x_copy = ours / device copy%s\n",
+  std::printf("Kernel benchmark: median GPU time per plane, rotating over 16 buffers; x_copy = ours / device copy; a forced path "
+              "that falls back to another shows 0%s\n",
               npp ? "; npp/ours > 1 means streamblur is faster; maxdiff = largest |NPP - ours|" : " (NPP not built in)");
   print_kernel_header(npp);
   opt.progress = print_kernel_row;

@@ -437,10 +437,9 @@ struct DeviceImage {
   }
 };
 
-const cuda::BlurPath kPaths[] = {cuda::BlurPath::Auto, cuda::BlurPath::Fused, cuda::BlurPath::TwoPass};
-const char* path_name(cuda::BlurPath p) {
-  return p == cuda::BlurPath::Auto ? "path auto" : p == cuda::BlurPath::Fused ? "path fused" : "path two-pass";
-}
+const cuda::BlurPath kPaths[] = {cuda::BlurPath::Auto, cuda::BlurPath::Fused, cuda::BlurPath::TwoPass,
+                                 cuda::BlurPath::Register, cuda::BlurPath::Sliding};
+std::string path_label(cuda::BlurPath p) { return std::string("path ") + cuda::path_name(p); }
 
 // Runs `apply(src, dst, stream)` twice with two poisons: every sample must be
 // written (a stale poison cannot match the reference both times) and the row
@@ -469,7 +468,7 @@ void gpu_gauss_case(Size s, int channels, double sigma, int radius = -1) {
   reference::gaussian_blur<T>(src.cplane(), want.plane(), sigma, radius);
   cuda::GaussianBlur blur(sigma, radius);
   for (cuda::BlurPath path : kPaths) {  // every kernel, not only the one Auto picks here
-    SCOPED_TRACE(path_name(path));
+    SCOPED_TRACE(path_label(path));
     blur.set_path(path);
     gpu_case<T>(src, want, 1, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
   }
@@ -484,7 +483,7 @@ void gpu_box_case(Size s, int channels, int r) {
   reference::box_blur<T>(src.cplane(), want.plane(), r);
   cuda::BoxBlur blur(r);
   for (cuda::BlurPath path : kPaths) {
-    SCOPED_TRACE(path_name(path));
+    SCOPED_TRACE(path_label(path));
     blur.set_path(path);
     gpu_case<T>(src, want, 0, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
   }
@@ -533,6 +532,90 @@ TEST(CudaBlur, BoxMatchesReferenceExactly) {
   gpu_box_case<uint8_t>({5000, 4}, 4, 4000);   // huge halo
 }
 
+// The register path has one kernel per radius bucket (1, 2, 3, 4, 6, 8, 12,
+// 16, 24, 32) and pads smaller radii with zero weights (the sliding path the
+// same up to 6, and one box kernel per radius 1..4): every bucket, at its
+// edges, on a plane of several tiles whose width is no multiple of 128.
+TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
+  REQUIRE_GPU();
+  for (int r : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 24, 25, 31, 32}) {
+    gpu_gauss_case<uint8_t>({261, 70}, 1, std::max(0.5, r / 3.0), r);
+    if (r % 4 == 0 || r == 1 || r == 25) gpu_gauss_case<uint16_t>({133, 67}, 1, r / 2.0, r);
+  }
+  for (int r : {1, 2, 3, 4, 7, 8, 16, 17, 32}) {
+    gpu_box_case<uint8_t>({261, 70}, 1, r);
+    gpu_box_case<uint16_t>({133, 67}, 1, r);
+  }
+  // Which kernels Auto takes is part of the contract the benchmark reports.
+  using P = cuda::BlurPath;
+  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(3840, 2160, 1, 1), P::Register);
+  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(1920, 1080, 1, 2), P::Register);
+  EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(640, 360, 3, 1), P::Fused);
+  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(640, 360, 3, 1), P::TwoPass);
+  EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(3840, 2160, 1, 1), P::TwoPass);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Fused);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(3840, 2160, 1, 2), P::Sliding);
+  EXPECT_EQ(cuda::BoxBlur(3).path_taken(3840, 2160, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(60).path_taken(1920, 1080, 1, 1), P::TwoPass);
+  // A forced path that cannot run falls back: sliding -> register -> fused.
+  cuda::GaussianBlur wide(5.0);
+  wide.set_path(P::Sliding);
+  EXPECT_EQ(wide.path_taken(640, 360, 1, 1), P::Register);
+  wide.set_path(P::Register);
+  EXPECT_EQ(wide.path_taken(640, 360, 2, 1), P::TwoPass);
+}
+
+// A small set for compute-sanitizer racecheck, which is too slow for the
+// suites above: planes of 2 x 2 tiles or more, every path, the shared-memory
+// kernels' radius buckets at both ends.
+TEST(CudaBlur, RacecheckSet) {
+  REQUIRE_GPU();
+  for (int r : {1, 3, 6, 12, 32}) gpu_gauss_case<uint8_t>({260, 70}, 1, std::max(0.5, r / 3.0), r);
+  for (int r : {1, 4, 8, 32}) gpu_box_case<uint8_t>({260, 70}, 1, r);
+  gpu_gauss_case<uint16_t>({131, 40}, 2, 1.0);
+}
+
+// Plane starts and pitches that are not multiples of 4 samples take the
+// kernels' scalar loads and stores.
+TEST(CudaBlur, UnalignedPlanesMatchReference) {
+  REQUIRE_GPU();
+  const int w = 300, h = 41;
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  auto src = random_image<uint8_t>(w, h, 1, seed, 255);
+  HostImage<uint8_t> want_g(w, h, 1), want_b(w, h, 1);
+  reference::gaussian_blur<uint8_t>(src.cplane(), want_g.plane(), 2.0, -1);
+  reference::box_blur<uint8_t>(src.cplane(), want_b.plane(), 3);
+  const std::ptrdiff_t pitch = 333;
+  cuda::DeviceBuffer a(pitch * h + 1), b(pitch * h + 1);
+  CUDA_CHECK(cudaMemcpy2D(a.as<uint8_t>() + 1, pitch, src.buf.data(), src.pitch, w, h, cudaMemcpyHostToDevice));
+  const Plane<const uint8_t> in(a.as<uint8_t>() + 1, w, h, pitch);
+  const Plane<uint8_t> out(b.as<uint8_t>() + 1, w, h, pitch);
+  cuda::GaussianBlur g(2.0);
+  cuda::BoxBlur box(3);
+  for (cuda::BlurPath path : kPaths) {
+    SCOPED_TRACE(path_label(path));
+    HostImage<uint8_t> got(w, h, 1);
+    g.set_path(path);
+    g.apply<uint8_t>(in, out, nullptr);
+    CUDA_CHECK(cudaMemcpy2D(got.buf.data(), got.pitch, out.data, pitch, w, h, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(close_to(got, want_g, 1));
+    box.set_path(path);
+    box.apply<uint8_t>(in, out, nullptr);
+    CUDA_CHECK(cudaMemcpy2D(got.buf.data(), got.pitch, out.data, pitch, w, h, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(close_to(got, want_b, 0));
+  }
+}
+
+// One 8K plane (7681 x 4321: no dimension a multiple of a tile).
+TEST(CudaBlur, LargePlaneMatchesReference) {
+  REQUIRE_GPU();
+  if (!size_enabled({7681, 4321})) GTEST_SKIP() << "above STREAMBLUR_TEST_MAX_PIXELS";
+  gpu_gauss_case<uint8_t>({7681, 4321}, 1, 2.0);
+  gpu_box_case<uint8_t>({7681, 4321}, 1, 3);
+}
+
 TEST(CudaBlur, AnisotropicMatchesReference) {
   REQUIRE_GPU();
   const unsigned seed = fresh_seed();
@@ -546,7 +629,7 @@ TEST(CudaBlur, AnisotropicMatchesReference) {
     cuda::GaussianBlur g(1.0, 2.0, -1, -1);
     cuda::BoxBlur bx(4, 1);
     for (cuda::BlurPath path : kPaths) {
-      SCOPED_TRACE(testing::Message() << path_name(path) << " channels=" << channels);
+      SCOPED_TRACE(testing::Message() << path_label(path) << " channels=" << channels);
       g.set_path(path);
       bx.set_path(path);
       gpu_case<uint16_t>(src, want, 1, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { g.apply<uint16_t>(a, b, st); });
@@ -569,7 +652,7 @@ TEST(CudaBlur, InPlaceMatchesReference) {
     d.upload(src);
     cuda::GaussianBlur blur(sigma);
     for (cuda::BlurPath path : kPaths) {
-      SCOPED_TRACE(path_name(path));
+      SCOPED_TRACE(path_label(path));
       d.upload(src);
       blur.set_path(path);
       blur.apply<uint8_t>(d.plane(), d.plane(), stream.get());
@@ -586,7 +669,7 @@ TEST(CudaBlur, InPlaceMatchesReference) {
     d.upload(src);
     cuda::BoxBlur blur(r);
     for (cuda::BlurPath path : kPaths) {
-      SCOPED_TRACE(path_name(path));
+      SCOPED_TRACE(path_label(path));
       d.upload(src);
       blur.set_path(path);
       blur.apply<uint16_t>(d.plane(), d.plane(), stream.get());

@@ -24,6 +24,7 @@
 
 #include "streamblur/kernels/cuda_blur.hpp"
 #include "streamblur/kernels/params.hpp"
+#include "blur_tiled.hpp"
 
 namespace streamblur::cuda {
 namespace {
@@ -93,6 +94,13 @@ horizontal_pass(const T* __restrict__ src, std::ptrdiff_t src_pitch, Acc* __rest
   }
 }
 
+// round(sum / count) half up, in the accumulator's width (a 64-bit division
+// is a long software sequence on the GPU; 32-bit sums need none of it).
+template <class Acc>
+__device__ __forceinline__ Acc box_round(Acc sum, unsigned long long count) {
+  return (sum + static_cast<Acc>(count / 2)) / static_cast<Acc>(count);
+}
+
 template <class T>
 __device__ __forceinline__ T round_clamp(float v, float max_value) {
   return static_cast<T>(fminf(fmaxf(floorf(v + 0.5f), 0.0f), max_value));
@@ -134,7 +142,7 @@ vertical_pass(const In* __restrict__ tmp, std::ptrdiff_t tmp_pitch, T* __restric
     }
     T* out = row_ptr(dst, dst_pitch, y);
     if constexpr (kWeighted) out[x] = round_clamp<T>(acc, max_value);
-    else out[x] = static_cast<T>((acc + box_count / 2) / box_count);  // exact, rounded half up
+    else out[x] = static_cast<T>(box_round(acc, box_count));  // exact, rounded half up
   }
 }
 
@@ -202,7 +210,7 @@ fused_blur(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ 
         else acc += static_cast<Acc>(hsum[(r + k) * kFTileW + c]);
       }
       if constexpr (kWeighted) out[x] = round_clamp<T>(acc, max_value);
-      else out[x] = static_cast<T>((acc + box_count / 2) / box_count);
+      else out[x] = static_cast<T>(box_round(acc, box_count));
     }
   }
 }
@@ -321,7 +329,7 @@ fused_blur_x4(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       if constexpr (kWeighted) o[q] = round_clamp<T>(acc[j][q], max_value);
-      else o[q] = static_cast<T>((acc[j][q] + box_count / 2) / box_count);
+      else o[q] = static_cast<T>(box_round(acc[j][q], box_count));
     }
     if (full_row) {
       V v;
@@ -369,11 +377,67 @@ void check_planes(const Plane<const T>& src, const Plane<T>& dst) {
     throw std::invalid_argument("blur: bad plane shape");
 }
 
+// The kernel that runs, after Auto's choice and the fall-backs.
+enum class Kernel { Sliding, Register, FusedX4, Fused, TwoPass };
+
+// Auto's choice, from the kernel benchmark on an H200 (README; 8- and 16-bit
+// planes, 1080p and 4K):
+// - Gaussians: the register-blocked kernels up to radius 32 (faster than the
+//   fused and sliding ones at every sigma and size measured), two passes above;
+// - boxes of radius <= 3 on planes under 4 M samples: the older fused kernel
+//   (1080p r=1: 9.0 us against 11.0 register, 16.5 sliding);
+// - boxes of radius 1 on larger planes: the sliding window (4K: 21.4 us
+//   against 25.5 fused, 27.4 register);
+// - other boxes up to radius 32: register-blocked; two passes above.
+// Interleaved channels: the generic fused kernel up to ry = 3, else two passes.
+constexpr long long kLargePlaneSamples = 4'000'000;
+
+template <class In>
+Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sample_bytes, int rx, int ry,
+                     int samples, int height) {
+  const bool one_channel = channels == 1;
+  const bool large = static_cast<long long>(samples) * height >= kLargePlaneSamples;
+  const bool sliding_fits = one_channel && tiled::sliding_fits(!weighted, rx, ry);
+  const bool register_fits =
+      one_channel && (weighted ? tiled::gauss_fits(rx, ry, sample_bytes) : tiled::box_fits(rx, ry, sample_bytes));
+  if (path == BlurPath::Auto && one_channel) {
+    if (!weighted && rx <= 3 && ry <= 3 && !large) path = BlurPath::Fused;
+    else if (!weighted && rx == 1 && ry == 1 && large && sliding_fits) return Kernel::Sliding;
+    else if (register_fits) return Kernel::Register;
+  }
+  if (path == BlurPath::Sliding && sliding_fits) return Kernel::Sliding;
+  if (path == BlurPath::Sliding) path = BlurPath::Register;
+  if (path == BlurPath::Register && register_fits) return Kernel::Register;
+  if (path == BlurPath::Register) path = BlurPath::Fused;
+  const int auto_max = weighted ? kX4AutoMaxRadiusGauss : kX4AutoMaxRadiusBox;
+  const bool auto_x4 = path == BlurPath::Auto && rx <= auto_max && ry <= auto_max;
+  if (one_channel && (path == BlurPath::Fused || auto_x4) && rx <= kX4MaxRadius &&
+      x4_shared_bytes<In>(rx, ry, sample_bytes, weighted) <= kMaxShared &&
+      (height + kX4TileH - 1) / kX4TileH <= kMaxGridY)
+    return Kernel::FusedX4;
+  if ((path == BlurPath::Fused || (path == BlurPath::Auto && ry <= kFusedMaxRadiusY)) &&
+      fused_shared_bytes<In>(rx, ry, channels, sample_bytes, weighted) <= kMaxShared &&
+      (height + kFTileH - 1) / kFTileH <= kMaxGridY)
+    return Kernel::Fused;
+  return Kernel::TwoPass;
+}
+
+BlurPath path_of(Kernel k) {
+  switch (k) {
+    case Kernel::Sliding: return BlurPath::Sliding;
+    case Kernel::Register: return BlurPath::Register;
+    case Kernel::FusedX4:
+    case Kernel::Fused: return BlurPath::Fused;
+    default: return BlurPath::TwoPass;
+  }
+}
+
 // Launches the blur. weights == nullptr selects the box.
-// weights: 2rx+1 horizontal then 2ry+1 vertical (Gaussian only).
+// weights: 2rx+1 horizontal then 2ry+1 vertical (Gaussian only), on the
+// device; host_weights the same on the host (for the register path).
 template <class T, class Acc, bool kWeighted>
-void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, int ry, void* scratch,
-                BlurPath path, cudaStream_t stream) {
+void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const float* host_weights, int rx, int ry,
+                void* scratch, BlurPath path, cudaStream_t stream) {
   using In = std::conditional_t<kWeighted, float, uint32_t>;
   const int samples = src.samples_per_row();
   const int height = src.height;
@@ -388,32 +452,40 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, 
     STREAMBLUR_CHECK_LAUNCH(kernel, stream);
     if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
   };
-  const int auto_max = kWeighted ? kX4AutoMaxRadiusGauss : kX4AutoMaxRadiusBox;
-  const bool auto_x4 = path == BlurPath::Auto && rx <= auto_max && ry <= auto_max;
-  if (src.channels == 1 && (path == BlurPath::Fused || auto_x4) && rx <= kX4MaxRadius) {
+  const Kernel kernel = choose_kernel<In>(path, kWeighted, src.channels, sizeof(T), rx, ry, samples, height);
+  if (kernel == Kernel::Sliding) {
+    tiled::sliding<T>(src.data, src.pitch, out.data, out.pitch, samples, height, host_weights, rx,
+                      kWeighted ? host_weights + 2 * rx + 1 : nullptr, ry, stream);
+    return finish_fused("sliding_blur");
+  }
+  if (kernel == Kernel::Register) {
+    if constexpr (kWeighted)
+      tiled::gauss<T>(src.data, src.pitch, out.data, out.pitch, samples, height, host_weights, rx,
+                      host_weights + 2 * rx + 1, ry, stream);
+    else
+      tiled::box<T>(src.data, src.pitch, out.data, out.pitch, samples, height, rx, ry, stream);
+    return finish_fused(kWeighted ? "gauss_tiled" : "box_tiled");
+  }
+  if (kernel == Kernel::FusedX4) {
     const std::size_t shared = x4_shared_bytes<In>(rx, ry, sizeof(T), kWeighted);
     const unsigned grid_y = (height + kX4TileH - 1) / kX4TileH;
-    if (shared <= kMaxShared && grid_y <= static_cast<unsigned>(kMaxGridY)) {
-      const std::size_t align = 4 * sizeof(T);
-      auto aligned = [&](const void* p, std::ptrdiff_t pitch) {
-        return reinterpret_cast<std::uintptr_t>(p) % align == 0 && pitch % static_cast<std::ptrdiff_t>(align) == 0;
-      };
-      const bool vector_io = aligned(src.data, src.pitch) && aligned(out.data, out.pitch);
-      const dim3 grid((samples + kX4TileW - 1) / kX4TileW, grid_y);
-      fused_blur_x4<T, In, Acc, kWeighted><<<grid, dim3(kX4ThreadsX, kX4ThreadsY), shared, stream>>>(
-          src.data, src.pitch, out.data, out.pitch, samples, height, weights, rx, ry, box_count, vector_io);
-      return finish_fused("fused_blur_x4");
-    }
+    const std::size_t align = 4 * sizeof(T);
+    auto aligned = [&](const void* p, std::ptrdiff_t pitch) {
+      return reinterpret_cast<std::uintptr_t>(p) % align == 0 && pitch % static_cast<std::ptrdiff_t>(align) == 0;
+    };
+    const bool vector_io = aligned(src.data, src.pitch) && aligned(out.data, out.pitch);
+    const dim3 grid((samples + kX4TileW - 1) / kX4TileW, grid_y);
+    fused_blur_x4<T, In, Acc, kWeighted><<<grid, dim3(kX4ThreadsX, kX4ThreadsY), shared, stream>>>(
+        src.data, src.pitch, out.data, out.pitch, samples, height, weights, rx, ry, box_count, vector_io);
+    return finish_fused("fused_blur_x4");
   }
-  if (path == BlurPath::Fused || (path == BlurPath::Auto && ry <= kFusedMaxRadiusY)) {
+  if (kernel == Kernel::Fused) {
     const std::size_t shared = fused_shared_bytes<In>(rx, ry, src.channels, sizeof(T), kWeighted);
     const unsigned grid_y = (height + kFTileH - 1) / kFTileH;
-    if (shared <= kMaxShared && grid_y <= static_cast<unsigned>(kMaxGridY)) {
-      const dim3 grid((samples + kFTileW - 1) / kFTileW, grid_y);
-      fused_blur<T, In, Acc, kWeighted><<<grid, dim3(kFThreadsX, kFThreadsY), shared, stream>>>(
-          src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, weights, rx, ry, box_count);
-      return finish_fused("fused_blur");
-    }
+    const dim3 grid((samples + kFTileW - 1) / kFTileW, grid_y);
+    fused_blur<T, In, Acc, kWeighted><<<grid, dim3(kFThreadsX, kFThreadsY), shared, stream>>>(
+        src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, weights, rx, ry, box_count);
+    return finish_fused("fused_blur");
   }
   // Two passes through the scratch plane.
   const std::ptrdiff_t tmp_pitch = static_cast<std::ptrdiff_t>(scratch_pitch(samples));
@@ -461,12 +533,32 @@ void copy_plane(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
                                cudaMemcpyDeviceToDevice, stream));
 }
 
+const char* path_name(BlurPath path) noexcept {
+  switch (path) {
+    case BlurPath::Auto: return "auto";
+    case BlurPath::Fused: return "fused";
+    case BlurPath::TwoPass: return "two-pass";
+    case BlurPath::Register: return "register";
+    case BlurPath::Sliding: return "sliding";
+  }
+  return "?";
+}
+
 GaussianBlur::GaussianBlur(double sigma_x, double sigma_y, int radius_x, int radius_y)
     : radius_x_(gaussian_radius(sigma_x, radius_x)), radius_y_(gaussian_radius(sigma_y, radius_y)) {
-  std::vector<float> w = gaussian_weights_f(sigma_x, radius_x);
+  host_weights_ = gaussian_weights_f(sigma_x, radius_x);
   const std::vector<float> wy = gaussian_weights_f(sigma_y, radius_y);
-  w.insert(w.end(), wy.begin(), wy.end());
-  weights_ = DeviceBuffer::from_host(w.data(), w.size() * sizeof(float));
+  host_weights_.insert(host_weights_.end(), wy.begin(), wy.end());
+  weights_ = DeviceBuffer::from_host(host_weights_.data(), host_weights_.size() * sizeof(float));
+}
+
+BlurPath GaussianBlur::path_taken(int width, int height, int channels, std::size_t sample_bytes) const {
+  return path_of(choose_kernel<float>(path_, true, channels, sample_bytes, radius_x_, radius_y_, width * channels, height));
+}
+
+BlurPath BoxBlur::path_taken(int width, int height, int channels, std::size_t sample_bytes) const {
+  return path_of(
+      choose_kernel<uint32_t>(path_, false, channels, sample_bytes, radius_x_, radius_y_, width * channels, height));
 }
 
 void GaussianBlur::reserve(int width, int height, int channels) { ensure_scratch(scratch_, width, height, channels); }
@@ -477,7 +569,7 @@ void GaussianBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) 
   if (src.width == 0 || src.height == 0) return;
   if (radius_x_ == 0 && radius_y_ == 0) return copy_plane(src, dst, stream);
   ensure_scratch(scratch_, src.width, src.height, src.channels);
-  run_passes<T, float, true>(src, dst, weights_.as<float>(), radius_x_, radius_y_, scratch_.get(), path_, stream);
+  run_passes<T, float, true>(src, dst, weights_.as<float>(), host_weights_.data(), radius_x_, radius_y_, scratch_.get(), path_, stream);
 }
 
 BoxBlur::BoxBlur(int radius_x, int radius_y) : radius_x_(radius_x), radius_y_(radius_y) {
@@ -496,9 +588,9 @@ void BoxBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
   // Column sums fit 32 bits unless max_sample * window overflows them.
   const double worst = static_cast<double>(static_cast<T>(~T(0))) * (2.0 * radius_x_ + 1) * (2.0 * radius_y_ + 1);
   if (worst < 4294967296.0)
-    run_passes<T, uint32_t, false>(src, dst, nullptr, radius_x_, radius_y_, scratch_.get(), path_, stream);
+    run_passes<T, uint32_t, false>(src, dst, nullptr, nullptr, radius_x_, radius_y_, scratch_.get(), path_, stream);
   else
-    run_passes<T, unsigned long long, false>(src, dst, nullptr, radius_x_, radius_y_, scratch_.get(), path_, stream);
+    run_passes<T, unsigned long long, false>(src, dst, nullptr, nullptr, radius_x_, radius_y_, scratch_.get(), path_, stream);
 }
 
 void round_to_high_bits(Plane<uint16_t> plane, int shift, cudaStream_t stream) {

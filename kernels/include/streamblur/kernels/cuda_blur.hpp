@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/kernels/plane.hpp"
@@ -16,9 +17,17 @@
 namespace streamblur::cuda {
 
 // Which kernels run. Auto picks by channels and radius (from measurements on
-// an H200); the others force one, for tests and the benchmark. A forced fused
-// path falls back to two passes where its tile does not fit in shared memory.
-enum class BlurPath { Auto, Fused, TwoPass };
+// an H200); the others force one, for tests and the benchmark. Register: the
+// register-blocked fused kernels for one-channel planes (radius <= 32).
+// Sliding: sliding windows in registers with warp shuffles, no shared memory,
+// for one-channel planes (Gaussian radius <= 6, box radius 1..4, rx == ry). A
+// forced path falls back (sliding to register, register to fused, fused to
+// two passes) where it cannot run: interleaved channels, a radius or tile too
+// large for the kernel or the device's shared memory.
+enum class BlurPath { Auto, Fused, TwoPass, Register, Sliding };
+
+// "auto", "fused", "two-pass", "register", "sliding".
+const char* path_name(BlurPath path) noexcept;
 
 class GaussianBlur {
  public:
@@ -28,13 +37,17 @@ class GaussianBlur {
   int radius_y() const noexcept { return radius_y_; }
   void reserve(int width, int height, int channels);
   void set_path(BlurPath path) noexcept { path_ = path; }
+  // The kernels apply() runs for a width x height plane of `channels` samples
+  // of `sample_bytes` on the current device, after the fall-backs (never Auto).
+  BlurPath path_taken(int width, int height, int channels, std::size_t sample_bytes) const;
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
   std::size_t device_bytes() const noexcept { return weights_.size() + scratch_.size(); }
 
  private:
   int radius_x_, radius_y_;
   BlurPath path_ = BlurPath::Auto;
-  DeviceBuffer weights_;   // 2rx+1 horizontal then 2ry+1 vertical floats
+  std::vector<float> host_weights_;  // 2rx+1 horizontal then 2ry+1 vertical floats
+  DeviceBuffer weights_;   // the same, on the device
   DeviceBuffer scratch_;   // float intermediate
 };
 
@@ -46,6 +59,7 @@ class BoxBlur {
   int radius_y() const noexcept { return radius_y_; }
   void reserve(int width, int height, int channels);
   void set_path(BlurPath path) noexcept { path_ = path; }
+  BlurPath path_taken(int width, int height, int channels, std::size_t sample_bytes) const;  // as GaussianBlur's
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
   std::size_t device_bytes() const noexcept { return scratch_.size(); }
 
