@@ -873,13 +873,16 @@ TEST(CliHostileInput, TruncatedFfv1MatroskaNeverAborts) {
 void write_pal8_png(const std::string& path, int w, int h) {
   const AVCodec* codec = avcodec_find_encoder(AV_CODEC_ID_PNG);
   ASSERT_NE(codec, nullptr);
-  AVCodecContext* ctx = avcodec_alloc_context3(codec);
+  const AVCodecContextPtr ctx_owner(avcodec_alloc_context3(codec));
+  ASSERT_NE(ctx_owner, nullptr);
+  AVCodecContext* ctx = ctx_owner.get();
   ctx->width = w;
   ctx->height = h;
   ctx->pix_fmt = AV_PIX_FMT_PAL8;
   ctx->time_base = AVRational{1, 25};
   ASSERT_EQ(avcodec_open2(ctx, codec, nullptr), 0);
-  AVFrame* f = av_frame_alloc();
+  const AVFramePtr frame = make_frame();
+  AVFrame* f = frame.get();
   f->width = w;
   f->height = h;
   f->format = AV_PIX_FMT_PAL8;
@@ -892,12 +895,9 @@ void write_pal8_png(const std::string& path, int w, int h) {
   pal[1] = 0xff0000ffu;  // blue
   ASSERT_EQ(avcodec_send_frame(ctx, f), 0);
   ASSERT_EQ(avcodec_send_frame(ctx, nullptr), 0);
-  AVPacket* pkt = av_packet_alloc();
-  ASSERT_EQ(avcodec_receive_packet(ctx, pkt), 0);
+  const AVPacketPtr pkt = make_packet();
+  ASSERT_EQ(avcodec_receive_packet(ctx, pkt.get()), 0);
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(pkt->data), pkt->size);
-  av_packet_free(&pkt);
-  av_frame_free(&f);
-  avcodec_free_context(&ctx);
 }
 
 TEST(CliHostileInput, PalettePngIsBlurredAsRgbaWithANote) {

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,7 +66,7 @@ std::vector<Case> registry_cases() {
 class RegistryFilter : public ::testing::TestWithParam<Case> {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir;
+    dir_ = std::make_unique<TempDir>();
     in_ = dir_->file("in.mkv");
     io::SyntheticClipSpec spec;
     spec.width = 47;
@@ -73,19 +74,19 @@ class RegistryFilter : public ::testing::TestWithParam<Case> {
     spec.frames = 2;
     spec.noise = true;
     io::write_synthetic_clip(in_, spec);
-    source_ = new SinkFrames(run_to_sink(in_, "", BackendChoice::Cpu));
+    source_ = std::make_unique<SinkFrames>(run_to_sink(in_, "", BackendChoice::Cpu));
   }
   static void TearDownTestSuite() {
-    delete source_;
-    delete dir_;
+    source_.reset();
+    dir_.reset();
   }
-  static TempDir* dir_;
+  static std::unique_ptr<TempDir> dir_;
   static std::string in_;
-  static SinkFrames* source_;
+  static std::unique_ptr<SinkFrames> source_;
 };
-TempDir* RegistryFilter::dir_ = nullptr;
+std::unique_ptr<TempDir> RegistryFilter::dir_;
 std::string RegistryFilter::in_;
-SinkFrames* RegistryFilter::source_ = nullptr;
+std::unique_ptr<SinkFrames> RegistryFilter::source_;
 
 }  // namespace
 

@@ -290,8 +290,10 @@ std::string error_of(Fn&& fn) {
 
 // An mkv with one pcm_s16le audio stream and no video, written packet by packet.
 inline void write_audio_only_mkv(const std::string& path) {
-  AVFormatContext* oc = nullptr;
-  AV_CHECK(avformat_alloc_output_context2(&oc, nullptr, nullptr, path.c_str()));
+  AVFormatContext* raw = nullptr;
+  AV_CHECK(avformat_alloc_output_context2(&raw, nullptr, nullptr, path.c_str()));
+  const streamblur::io::AVOutputFormatContextPtr owner(raw);
+  AVFormatContext* oc = owner.get();
   AVStream* st = avformat_new_stream(oc, nullptr);
   st->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
   st->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
@@ -313,8 +315,7 @@ inline void write_audio_only_mkv(const std::string& path) {
     AV_CHECK(av_interleaved_write_frame(oc, pkt.get()));
   }
   AV_CHECK(av_write_trailer(oc));
-  avio_closep(&oc->pb);
-  avformat_free_context(oc);
+  AV_CHECK(avio_closep(&oc->pb));
 }
 
 // Reads every frame and every passthrough packet (in demux order) of `reader`.
