@@ -990,11 +990,11 @@ TEST(CliMutants, DamagedInputsNeverCrashHangOrLeaveFiles) {
   add("b.mp4", "libx264", AV_PIX_FMT_YUV420P, false);
   add("c.avi", "mpeg4", AV_PIX_FMT_YUV420P, true);
   add("d.png", "png", AV_PIX_FMT_RGB24, false);
-  const char* seed_env = std::getenv("STREAMBLUR_TEST_SEED");
-  const unsigned seed = seed_env ? static_cast<unsigned>(std::strtoul(seed_env, nullptr, 10)) : std::random_device{}();
+  const unsigned seed = fresh_seed();  // replayable: STREAMBLUR_TEST_SEED (test_support.hpp)
   const char* count_env = std::getenv("STREAMBLUR_MUTANTS");
   const int per_clip = count_env ? std::atoi(count_env) : 60;
-  SCOPED_TRACE("STREAMBLUR_TEST_SEED=" + std::to_string(seed));
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (from STREAMBLUR_TEST_SEED=" +
+               std::to_string(TestSeeds::instance().base()) + ")");
   std::mt19937 rng(seed);
   int runs = 0, crashes = 0, hangs = 0, leftovers = 0, successes = 0;
   for (const Source& src : sources) {
