@@ -352,7 +352,8 @@ int main(int argc, char** argv) {
   app.add_option("input", input, "input video or image (anything FFmpeg opens)");
   app.add_option("output", output, "output file; the container comes from its extension");
   add_common_options(app, common);
-  app.add_option("--device", device, "CUDA device to run on (default 0)")->check(CLI::NonNegativeNumber);
+  // A range, not CLI::NonNegativeNumber, whose error prints its bound as a 309-digit number.
+  app.add_option("--device", device, "CUDA device to run on (default 0)")->check(CLI::Range(0, 1023));
   app.add_option("--stats-json", stats_json, "write frame count, wall time, fps and per-stage times to FILE");
   app.add_flag("--list-filters", list_filters, "list the filters");
   app.add_option("--help-filter", help_filter, "describe a filter and its options");

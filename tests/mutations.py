@@ -80,7 +80,7 @@ MUTATIONS = [
       "tmp.row(std::clamp(y + k, 0, H - 1))", "tmp.row(((y + k) % H + H) % H)"),
     # ---- chroma scaling and layout
     M("chroma-sigma-not-scaled", "chroma", "pipeline/src/blur_filters.cpp",
-      "const double sx = std::max(kMinSigma, sigma_ / (1 << lw))", "const double sx = std::max(kMinSigma, sigma_)"),
+      "return {std::max(kMinSigma, sigma_ / (1 << lw)),", "return {std::max(kMinSigma, sigma_),"),
     # ---- each plane
     M("gpu-download-drops-last-plane", "planes", "pipeline/src/pipeline.cpp",
       """      for (int p = 0; p < layout_.num_planes; ++p)

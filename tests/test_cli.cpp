@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "test_support.hpp"
+#include "cli_support.hpp"
 #include <nlohmann/json.hpp>
 
 extern "C" {
@@ -46,7 +47,6 @@ extern "C" {
 #include "streamblur/io/reader.hpp"
 #include "streamblur/io/synthetic_clip.hpp"
 
-extern char** environ;
 
 namespace fs = std::filesystem;
 using namespace streamblur::io;
@@ -59,126 +59,6 @@ const bool quiet_ffmpeg_log = [] {
   av_log_set_level(AV_LOG_ERROR);
   return true;
 }();
-
-// STREAMBLUR_CLI overrides the build-tree path (programs moved to another machine).
-const char* const kCli = std::getenv("STREAMBLUR_CLI") && *std::getenv("STREAMBLUR_CLI") ? std::getenv("STREAMBLUR_CLI")
-                                                                                          : STREAMBLUR_CLI_PATH;
-
-
-
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> v;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) v.push_back(line);
-  return v;
-}
-
-// ---------------------------------------------------------------------------
-// Running the binary
-// ---------------------------------------------------------------------------
-
-struct CliResult {
-  bool timed_out = false;
-  bool exited = false;  // false: ended by a signal
-  int exit_code = -1;
-  int signal = 0;
-  std::string out, err;
-  std::string describe() const {
-    std::ostringstream s;
-    s << (timed_out ? "TIMED OUT; " : "") << (exited ? "exit " + std::to_string(exit_code) : "signal " + std::to_string(signal))
-      << "\n--- stdout:\n" << out << "--- stderr:\n" << err << "---";
-    return s.str();
-  }
-};
-
-class CliProcess {
- public:
-  // Starts the CLI with `args`; stdout/stderr go to files in `capture_dir`.
-  CliProcess(const std::vector<std::string>& args, const fs::path& capture_dir) {
-    static std::atomic<int> n{0};
-    const int id = n++;
-    out_path_ = (capture_dir / ("stdout_" + std::to_string(id) + ".txt")).string();
-    err_path_ = (capture_dir / ("stderr_" + std::to_string(id) + ".txt")).string();
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> all{kCli};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, kCli, &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error(std::string("cannot start ") + kCli + ": " + std::strerror(rc));
-  }
-  ~CliProcess() {
-    if (pid_ > 0 && !done_) {
-      ::kill(pid_, SIGKILL);
-      int st = 0;
-      ::waitpid(pid_, &st, 0);
-    }
-    std::error_code ec;
-    fs::remove(out_path_, ec);
-    fs::remove(err_path_, ec);
-  }
-  pid_t pid() const { return pid_; }
-  // True when the process has ended (reaped; result() then reports it).
-  bool poll() {
-    if (done_) return true;
-    const pid_t r = ::waitpid(pid_, &status_, WNOHANG);
-    if (r == pid_) done_ = true;
-    return done_;
-  }
-  CliResult wait(std::chrono::seconds timeout = std::chrono::seconds(60)) {
-    CliResult res;
-    const auto deadline = Clock::now() + timeout;
-    while (!poll()) {
-      if (Clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status_, 0);
-        done_ = true;
-        res.timed_out = true;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    res.exited = WIFEXITED(status_);
-    res.exit_code = res.exited ? WEXITSTATUS(status_) : -1;
-    res.signal = WIFSIGNALED(status_) ? WTERMSIG(status_) : 0;
-    res.out = bytes_of(out_path_);
-    res.err = bytes_of(err_path_);
-    return res;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int status_ = 0;
-  bool done_ = false;
-  std::string out_path_, err_path_;
-};
-
-// Captures go to their own folder so they never show in a test's listing.
-const fs::path& capture_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("streamblur_cli_capture_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-struct CaptureCleanup {
-  ~CaptureCleanup() {
-    std::error_code ec;
-    fs::remove_all(capture_dir(), ec);
-  }
-} capture_cleanup;
-
-CliResult run_cli(const std::vector<std::string>& args) { return CliProcess(args, capture_dir()).wait(); }
 
 // A failure as the issue wants it: no hang, no crash, a non-zero exit and one
 // clear line on stderr (the only line with -q) naming `parts`.
@@ -873,13 +753,16 @@ TEST(CliHostileInput, TruncatedFfv1MatroskaNeverAborts) {
 void write_pal8_png(const std::string& path, int w, int h) {
   const AVCodec* codec = avcodec_find_encoder(AV_CODEC_ID_PNG);
   ASSERT_NE(codec, nullptr);
-  AVCodecContext* ctx = avcodec_alloc_context3(codec);
+  const AVCodecContextPtr ctx_owner(avcodec_alloc_context3(codec));
+  ASSERT_NE(ctx_owner, nullptr);
+  AVCodecContext* ctx = ctx_owner.get();
   ctx->width = w;
   ctx->height = h;
   ctx->pix_fmt = AV_PIX_FMT_PAL8;
   ctx->time_base = AVRational{1, 25};
   ASSERT_EQ(avcodec_open2(ctx, codec, nullptr), 0);
-  AVFrame* f = av_frame_alloc();
+  const AVFramePtr frame = make_frame();
+  AVFrame* f = frame.get();
   f->width = w;
   f->height = h;
   f->format = AV_PIX_FMT_PAL8;
@@ -892,12 +775,9 @@ void write_pal8_png(const std::string& path, int w, int h) {
   pal[1] = 0xff0000ffu;  // blue
   ASSERT_EQ(avcodec_send_frame(ctx, f), 0);
   ASSERT_EQ(avcodec_send_frame(ctx, nullptr), 0);
-  AVPacket* pkt = av_packet_alloc();
-  ASSERT_EQ(avcodec_receive_packet(ctx, pkt), 0);
+  const AVPacketPtr pkt = make_packet();
+  ASSERT_EQ(avcodec_receive_packet(ctx, pkt.get()), 0);
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(pkt->data), pkt->size);
-  av_packet_free(&pkt);
-  av_frame_free(&f);
-  avcodec_free_context(&ctx);
 }
 
 TEST(CliHostileInput, PalettePngIsBlurredAsRgbaWithANote) {
@@ -990,11 +870,11 @@ TEST(CliMutants, DamagedInputsNeverCrashHangOrLeaveFiles) {
   add("b.mp4", "libx264", AV_PIX_FMT_YUV420P, false);
   add("c.avi", "mpeg4", AV_PIX_FMT_YUV420P, true);
   add("d.png", "png", AV_PIX_FMT_RGB24, false);
-  const char* seed_env = std::getenv("STREAMBLUR_TEST_SEED");
-  const unsigned seed = seed_env ? static_cast<unsigned>(std::strtoul(seed_env, nullptr, 10)) : std::random_device{}();
+  const unsigned seed = fresh_seed();  // replayable: STREAMBLUR_TEST_SEED (test_support.hpp)
   const char* count_env = std::getenv("STREAMBLUR_MUTANTS");
   const int per_clip = count_env ? std::atoi(count_env) : 60;
-  SCOPED_TRACE("STREAMBLUR_TEST_SEED=" + std::to_string(seed));
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (from STREAMBLUR_TEST_SEED=" +
+               std::to_string(TestSeeds::instance().base()) + ")");
   std::mt19937 rng(seed);
   int runs = 0, crashes = 0, hangs = 0, leftovers = 0, successes = 0;
   for (const Source& src : sources) {

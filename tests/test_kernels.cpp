@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -44,7 +46,41 @@ struct HostImage {
   void fill(T v) { std::fill(buf.begin(), buf.end(), v); }
 };
 
-unsigned fresh_seed() { return std::random_device{}(); }
+using sbtest::fresh_seed;  // replayable: STREAMBLUR_TEST_SEED (test_support.hpp)
+
+// One blur case of the parameterised suites: plane size, channels, bytes per
+// sample and the blur's size (sigma 0: a box of `radius`). Each is its own
+// test, named after its parameters, so a failure names its case and
+// --gtest_filter reruns it alone.
+struct BlurCase {
+  Size s;
+  int channels = 1;
+  int bytes = 1;
+  double sigma = 0;
+  int radius = -1;
+};
+
+// How ctest and gtest show a case: "640x360 c1 u8 sigma=2.5 radius=-1".
+void PrintTo(const BlurCase& c, std::ostream* os) {
+  *os << c.s.w << "x" << c.s.h << " c" << c.channels << " u" << 8 * c.bytes;
+  if (c.sigma > 0) *os << " sigma=" << c.sigma;
+  *os << " radius=" << c.radius;
+}
+
+std::string case_name(const testing::TestParamInfo<BlurCase>& info) {
+  const BlurCase& c = info.param;
+  std::ostringstream n;
+  n << c.s.w << "x" << c.s.h << "_c" << c.channels << "_u" << 8 * c.bytes;
+  if (c.sigma > 0) {
+    n << "_sigma" << c.sigma;
+    if (c.radius >= 0) n << "_r" << c.radius;
+  } else {
+    n << "_r" << c.radius;
+  }
+  std::string name = n.str();
+  std::replace(name.begin(), name.end(), '.', 'p');  // 2.5 -> 2p5: test names are letters, digits and '_'
+  return name;
+}
 
 template <class T>
 HostImage<T> random_image(int w, int h, int c, unsigned seed, unsigned max_value) {
@@ -74,6 +110,47 @@ bool size_enabled(Size s) {
 }
 
 }  // namespace
+
+// The seeds behind every random image here: a base seed and a test name give
+// the same sequence again (that is what STREAMBLUR_TEST_SEED replays), and
+// another name or base another one.
+TEST(TestSeeds, ABaseAndATestNameReplayTheSameSeeds) {
+  auto draw = [](unsigned base, const std::string& test) {
+    sbtest::TestSeeds s(base);
+    s.start(test);
+    std::vector<unsigned> v;
+    for (int i = 0; i < 4; ++i) v.push_back(s.next());
+    return v;
+  };
+  const std::vector<unsigned> a = draw(1234, "CpuBlur/CpuGauss.MatchesReference/640x360_c1_u8_sigma2p5");
+  EXPECT_EQ(draw(1234, "CpuBlur/CpuGauss.MatchesReference/640x360_c1_u8_sigma2p5"), a);
+  EXPECT_NE(draw(1234, "CpuBlur/CpuGauss.MatchesReference/640x360_c1_u8_sigma7"), a);
+  EXPECT_NE(draw(1235, "CpuBlur/CpuGauss.MatchesReference/640x360_c1_u8_sigma2p5"), a);
+  EXPECT_EQ(std::set<unsigned>(a.begin(), a.end()).size(), a.size()) << "the draws of one test differ";
+  // Starting a test again starts its sequence again.
+  sbtest::TestSeeds s(1234);
+  s.start("A.b");
+  const unsigned first = s.next();
+  s.next();
+  EXPECT_EQ(s.draws(), 2);
+  s.start("A.b");
+  EXPECT_EQ(s.draws(), 0);
+  EXPECT_EQ(s.next(), first);
+}
+
+TEST(TestSeeds, TheEnvironmentValueIsAWholeNumber) {
+  unsigned v = 7;
+  EXPECT_EQ(sbtest::TestSeeds::parse(nullptr, v), "");
+  EXPECT_EQ(sbtest::TestSeeds::parse("", v), "");
+  EXPECT_EQ(v, 7u);
+  EXPECT_EQ(sbtest::TestSeeds::parse("4294967295", v), "");
+  EXPECT_EQ(v, 4294967295u);
+  EXPECT_EQ(sbtest::TestSeeds::parse("0", v), "");
+  EXPECT_EQ(v, 0u);
+  for (const char* bad : {"-1", "12x", "x", "4294967296", "99999999999999999999999"})
+    EXPECT_EQ(sbtest::TestSeeds::parse(bad, v),
+              std::string("STREAMBLUR_TEST_SEED must be a whole number from 0 to 4294967295, got '") + bad + "'");
+}
 
 TEST(Params, GaussianWeightsAreNormalisedSymmetricAndSized) {
   for (double sigma : kSigmas) {
@@ -347,15 +424,52 @@ void cpu_box_case(Size s, int channels, int r) {
   EXPECT_TRUE(close_to(got, want, 0));
 }
 
-TEST(CpuBlur, GaussianMatchesReference8Bit) {
+// The slow reference bounds the sizes: the largest planes skip the largest
+// sigmas and radii on the CPU (the GPU suite covers them).
+std::vector<BlurCase> cpu_gauss_cases() {
+  std::vector<BlurCase> v;
   for (Size s : kSizes)
     for (double sigma : kSigmas) {
-      if (s.w > 1000 && sigma > 7) continue;  // the reference is slow there; the GPU suite covers it
-      cpu_gauss_case<uint8_t>(s, 1, sigma);
+      if (!(s.w > 1000 && sigma > 7)) v.push_back({s, 1, 1, sigma, -1});
+      if (!(s.w > 600 && sigma > 2.5)) v.push_back({s, 1, 2, sigma, -1});
     }
-  cpu_gauss_case<uint8_t>({33, 21}, 2, 2.5);
-  cpu_gauss_case<uint8_t>({33, 21}, 3, 1.0, 4);
+  v.push_back({{33, 21}, 2, 1, 2.5, -1});
+  v.push_back({{33, 21}, 3, 1, 1.0, 4});
+  v.push_back({{40, 23}, 2, 2, 7, -1});
+  return v;
 }
+
+std::vector<BlurCase> cpu_box_cases() {
+  std::vector<BlurCase> v;
+  for (Size s : kSizes)
+    for (int r : kBoxRadii) {
+      if (s.w > 1000 && r > 5) continue;
+      v.push_back({s, 1, 1, 0, r});
+      if (s.w < 1000) v.push_back({s, 1, 2, 0, r});
+    }
+  v.push_back({{37, 19}, 2, 1, 0, 5});
+  v.push_back({{37, 19}, 4, 2, 0, 40});
+  v.push_back({{300, 3}, 1, 2, 0, 300});  // radius far beyond the image, 64-bit column sums
+  return v;
+}
+
+class CpuGauss : public testing::TestWithParam<BlurCase> {};
+class CpuBox : public testing::TestWithParam<BlurCase> {};
+
+TEST_P(CpuGauss, MatchesReference) {
+  const BlurCase& c = GetParam();
+  if (c.bytes == 1) cpu_gauss_case<uint8_t>(c.s, c.channels, c.sigma, c.radius);
+  else cpu_gauss_case<uint16_t>(c.s, c.channels, c.sigma, c.radius);
+}
+
+TEST_P(CpuBox, MatchesReferenceExactly) {
+  const BlurCase& c = GetParam();
+  if (c.bytes == 1) cpu_box_case<uint8_t>(c.s, c.channels, c.radius);
+  else cpu_box_case<uint16_t>(c.s, c.channels, c.radius);
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuBlur, CpuGauss, testing::ValuesIn(cpu_gauss_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(CpuBlur, CpuBox, testing::ValuesIn(cpu_box_cases()), case_name);
 
 TEST(CpuBlur, AnisotropicMatchesReference) {  // 4:2:2 chroma: half the horizontal size
   const unsigned seed = fresh_seed();
@@ -376,27 +490,6 @@ TEST(CpuBlur, AnisotropicMatchesReference) {  // 4:2:2 chroma: half the horizont
   int differ = 0;
   for (size_t i = 0; i < iso.buf.size(); ++i) differ += iso.buf[i] != want.buf[i];
   EXPECT_GT(differ, 0);
-}
-
-TEST(CpuBlur, GaussianMatchesReference16Bit) {
-  for (Size s : kSizes)
-    for (double sigma : kSigmas) {
-      if (s.w > 600 && sigma > 2.5) continue;
-      cpu_gauss_case<uint16_t>(s, 1, sigma);
-    }
-  cpu_gauss_case<uint16_t>({40, 23}, 2, 7);
-}
-
-TEST(CpuBlur, BoxMatchesReferenceExactly) {
-  for (Size s : kSizes)
-    for (int r : kBoxRadii) {
-      if (s.w > 1000 && r > 5) continue;
-      cpu_box_case<uint8_t>(s, 1, r);
-      if (s.w < 1000) cpu_box_case<uint16_t>(s, 1, r);
-    }
-  cpu_box_case<uint8_t>({37, 19}, 2, 5);
-  cpu_box_case<uint16_t>({37, 19}, 4, 40);
-  cpu_box_case<uint16_t>({300, 3}, 1, 300);  // radius far beyond the image, 64-bit column sums
 }
 
 // ---------------------------------------------------------------- CUDA
@@ -493,44 +586,56 @@ void gpu_box_case(Size s, int channels, int r) {
 
 }  // namespace
 
-TEST(CudaBlur, GaussianMatchesReference8Bit) {
-  REQUIRE_GPU();
-  for (Size s : kSizes)
-    if (size_enabled(s))
-      for (double sigma : kSigmas) gpu_gauss_case<uint8_t>(s, 1, sigma);
-}
-
-TEST(CudaBlur, GaussianMatchesReference16Bit) {
-  REQUIRE_GPU();
-  for (Size s : kSizes)
-    if (size_enabled(s))
-      for (double sigma : kSigmas) gpu_gauss_case<uint16_t>(s, 1, sigma);
-}
-
-TEST(CudaBlur, GaussianInterleavedChannelsAndExplicitRadius) {
-  REQUIRE_GPU();
+// Every size and sigma (radius) at both sample sizes, then interleaved
+// channels, explicit radii and halos beyond shared memory.
+std::vector<BlurCase> gpu_gauss_cases() {
+  std::vector<BlurCase> v;
+  for (int bytes : {1, 2})
+    for (Size s : kSizes)
+      for (double sigma : kSigmas) v.push_back({s, 1, bytes, sigma, -1});
   for (int c : {2, 3, 4}) {
-    gpu_gauss_case<uint8_t>({641, 37}, c, 2.5);
-    gpu_gauss_case<uint16_t>({17, 9}, c, 7);
+    v.push_back({{641, 37}, c, 1, 2.5, -1});
+    v.push_back({{17, 9}, c, 2, 7, -1});
   }
-  gpu_gauss_case<uint8_t>({99, 51}, 1, 3.0, 2);
-  gpu_gauss_case<uint8_t>({99, 51}, 1, 3.0, 0);
-  gpu_gauss_case<uint8_t>({300, 40}, 4, 100.0, 1024);  // halo beyond shared memory: global path
+  v.push_back({{99, 51}, 1, 1, 3.0, 2});
+  v.push_back({{99, 51}, 1, 1, 3.0, 0});
+  v.push_back({{300, 40}, 4, 1, 100.0, 1024});  // halo beyond shared memory: global path
+  return v;
 }
 
-TEST(CudaBlur, BoxMatchesReferenceExactly) {
-  REQUIRE_GPU();
+std::vector<BlurCase> gpu_box_cases() {
+  std::vector<BlurCase> v;
   for (Size s : kSizes)
-    for (int r : kBoxRadii) {
-      if (!size_enabled(s)) continue;
-      gpu_box_case<uint8_t>(s, 1, r);
-      gpu_box_case<uint16_t>(s, 1, r);
-    }
-  gpu_box_case<uint8_t>({37, 19}, 2, 5);
-  gpu_box_case<uint16_t>({37, 19}, 3, 40);
-  gpu_box_case<uint16_t>({200, 90}, 1, 300);   // 64-bit column sums, global path
-  gpu_box_case<uint8_t>({5000, 4}, 4, 4000);   // huge halo
+    for (int r : kBoxRadii)
+      for (int bytes : {1, 2}) v.push_back({s, 1, bytes, 0, r});
+  v.push_back({{37, 19}, 2, 1, 0, 5});
+  v.push_back({{37, 19}, 3, 2, 0, 40});
+  v.push_back({{200, 90}, 1, 2, 0, 300});  // 64-bit column sums, global path
+  v.push_back({{5000, 4}, 4, 1, 0, 4000});  // huge halo
+  return v;
 }
+
+class CudaGauss : public testing::TestWithParam<BlurCase> {};
+class CudaBox : public testing::TestWithParam<BlurCase> {};
+
+TEST_P(CudaGauss, MatchesReference) {
+  REQUIRE_GPU();
+  const BlurCase& c = GetParam();
+  if (!size_enabled(c.s)) GTEST_SKIP() << "larger than STREAMBLUR_TEST_MAX_PIXELS";
+  if (c.bytes == 1) gpu_gauss_case<uint8_t>(c.s, c.channels, c.sigma, c.radius);
+  else gpu_gauss_case<uint16_t>(c.s, c.channels, c.sigma, c.radius);
+}
+
+TEST_P(CudaBox, MatchesReferenceExactly) {
+  REQUIRE_GPU();
+  const BlurCase& c = GetParam();
+  if (!size_enabled(c.s)) GTEST_SKIP() << "larger than STREAMBLUR_TEST_MAX_PIXELS";
+  if (c.bytes == 1) gpu_box_case<uint8_t>(c.s, c.channels, c.radius);
+  else gpu_box_case<uint16_t>(c.s, c.channels, c.radius);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaBlur, CudaGauss, testing::ValuesIn(gpu_gauss_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(CudaBlur, CudaBox, testing::ValuesIn(gpu_box_cases()), case_name);
 
 // The register path has one kernel per radius bucket (1, 2, 3, 4, 6, 8, 12,
 // 16, 24, 32) and pads smaller radii with zero weights (the sliding path the

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <random>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,7 +67,7 @@ std::vector<Case> registry_cases() {
 class RegistryFilter : public ::testing::TestWithParam<Case> {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir;
+    dir_ = std::make_unique<TempDir>();
     in_ = dir_->file("in.mkv");
     io::SyntheticClipSpec spec;
     spec.width = 47;
@@ -73,19 +75,19 @@ class RegistryFilter : public ::testing::TestWithParam<Case> {
     spec.frames = 2;
     spec.noise = true;
     io::write_synthetic_clip(in_, spec);
-    source_ = new SinkFrames(run_to_sink(in_, "", BackendChoice::Cpu));
+    source_ = std::make_unique<SinkFrames>(run_to_sink(in_, "", BackendChoice::Cpu));
   }
   static void TearDownTestSuite() {
-    delete source_;
-    delete dir_;
+    source_.reset();
+    dir_.reset();
   }
-  static TempDir* dir_;
+  static std::unique_ptr<TempDir> dir_;
   static std::string in_;
-  static SinkFrames* source_;
+  static std::unique_ptr<SinkFrames> source_;
 };
-TempDir* RegistryFilter::dir_ = nullptr;
+std::unique_ptr<TempDir> RegistryFilter::dir_;
 std::string RegistryFilter::in_;
-SinkFrames* RegistryFilter::source_ = nullptr;
+std::unique_ptr<SinkFrames> RegistryFilter::source_;
 
 }  // namespace
 
@@ -150,6 +152,57 @@ TEST(Registry, EveryFilterHasCases) {
     EXPECT_GE(n, 2) << f.name << ": defaults and at least one larger setting";
   }
   EXPECT_GE(filter_registry().size(), 4u);
+}
+
+// Every option row reaches the filter it belongs to (each row binds a field of
+// the filter's options struct): set alone to another valid value, it changes
+// what the filter says it does (describe(), naming the value given), which
+// planes it touches, or its output on a noisy 4:2:0 frame.
+TEST(Registry, EveryOptionRowReachesItsFilter) {
+  const FrameLayout layout = *native_layout(AV_PIX_FMT_YUV420P, 48, 32);
+  std::mt19937 rng(fresh_seed());
+  std::array<std::vector<uint8_t>, 3> source;
+  for (int p = 0; p < 3; ++p) {
+    source[p].resize(static_cast<size_t>(layout.planes[p].width) * layout.planes[p].height);
+    for (uint8_t& v : source[p]) v = static_cast<uint8_t>(rng());
+  }
+  struct Seen {
+    std::string describe;
+    std::array<bool, 3> touches{};
+    std::array<std::vector<uint8_t>, 3> planes;
+    bool operator==(const Seen&) const = default;
+  };
+  auto run = [&](const std::string& spec) {
+    FilterChain chain(parse_filter_chain(spec));
+    chain.configure(layout, Backend::Cpu);
+    const auto specs = parse_filter_chain(spec);
+    auto filter = specs[0].info->create(specs[0].values);
+    filter->configure(layout, Backend::Cpu);
+    Seen seen{chain.describe(), {}, source};
+    std::array<AnyPlane, 4> planes{};
+    for (int p = 0; p < 3; ++p) {
+      seen.touches[p] = filter->touches(p);
+      const PlaneLayout& pl = layout.planes[p];
+      planes[p] = AnyPlane{seen.planes[p].data(), pl.width, pl.height, pl.width, 1, 1};
+    }
+    chain.apply(planes, 3, nullptr);
+    return seen;
+  };
+  for (const FilterInfo& f : filter_registry()) {
+    const Seen defaults = run(f.name);
+    for (const OptionSpec& o : f.options) {
+      std::string value;
+      if (o.type == OptionType::Planes) value = "y";
+      else if (o.type == OptionType::Bool) value = o.default_value != 0 ? "0" : "1";
+      else value = number(o.default_value < 0 ? 3.0 : larger(o));  // -1 means "from another option"
+      const std::string spec = f.name + "=" + o.name + "=" + value;
+      SCOPED_TRACE(spec);
+      const Seen changed = run(spec);
+      EXPECT_FALSE(changed == defaults) << "the option changed nothing: " << changed.describe;
+      if (contains(changed.describe, o.name + "="))
+        EXPECT_TRUE(contains(changed.describe, o.name + "=" + value)) << changed.describe;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, RegistryFilter, ::testing::ValuesIn(registry_cases()),

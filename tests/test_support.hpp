@@ -9,10 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -197,6 +200,92 @@ void box_blur(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst
 }  // namespace oracle
 
 // ---------------------------------------------------------------------------
+// Random test data with replayable seeds. A test takes its seeds from
+// fresh_seed(): the n-th seed a test draws is a hash of the run's base seed,
+// the test's full name and n, so a test's data do not depend on which tests
+// ran before it, and rerunning one test alone (--gtest_filter) draws the same
+// data. The base seed is random per run, or STREAMBLUR_TEST_SEED. A failed
+// test that drew seeds prints the line that replays it:
+//   [   SEED   ] Suite.Test/case drew random data: rerun with STREAMBLUR_TEST_SEED=1234 --gtest_filter=Suite.Test/case
+// ---------------------------------------------------------------------------
+class TestSeeds {
+ public:
+  explicit TestSeeds(unsigned base) : base_(base) {}
+  // The run's seeds: STREAMBLUR_TEST_SEED, else random. A value that is not a
+  // number ends the program (exit 2) rather than run with another seed.
+  static TestSeeds& instance() {
+    static TestSeeds seeds = [] {
+      const char* env = std::getenv("STREAMBLUR_TEST_SEED");
+      unsigned base = 0;
+      const std::string bad = parse(env, base);
+      if (!bad.empty()) {
+        std::fprintf(stderr, "%s\n", bad.c_str());
+        std::exit(2);
+      }
+      return TestSeeds(env && *env ? base : std::random_device{}());
+    }();
+    return seeds;
+  }
+  // "" for a valid STREAMBLUR_TEST_SEED (or none), else why it is not valid.
+  static std::string parse(const char* text, unsigned& out) {
+    if (!text || !*text) return "";
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(text, &end, 10);
+    if (*text == '-' || end == text || *end != '\0' || errno == ERANGE || v > 0xffffffffull)
+      return std::string("STREAMBLUR_TEST_SEED must be a whole number from 0 to 4294967295, got '") + text + "'";
+    out = static_cast<unsigned>(v);
+    return "";
+  }
+  unsigned base() const { return base_; }
+  // Called as each test starts (by the listener below).
+  void start(const std::string& full_test_name) {
+    name_hash_ = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : full_test_name) name_hash_ = (name_hash_ ^ c) * 1099511628211ull;
+    draws_ = 0;
+  }
+  int draws() const { return draws_; }
+  unsigned next() {
+    ++draws_;
+    return static_cast<unsigned>(mix(mix(base_) ^ mix(name_hash_ + static_cast<uint64_t>(draws_))));
+  }
+
+ private:
+  static uint64_t mix(uint64_t x) {  // splitmix64's finaliser
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  }
+  unsigned base_ = 0;
+  uint64_t name_hash_ = 0;
+  int draws_ = 0;
+};
+
+// The next seed of the running test (see TestSeeds).
+inline unsigned fresh_seed() { return TestSeeds::instance().next(); }
+
+inline std::string full_test_name(const ::testing::TestInfo& t) {
+  return std::string(t.test_suite_name()) + "." + t.name();
+}
+
+// Resets the draws at each test's start; after a failed test that drew seeds,
+// prints how to replay it.
+class SeedListener : public ::testing::EmptyTestEventListener {
+  void OnTestStart(const ::testing::TestInfo& t) override { TestSeeds::instance().start(full_test_name(t)); }
+  void OnTestEnd(const ::testing::TestInfo& t) override {
+    const TestSeeds& s = TestSeeds::instance();
+    if (t.result()->Failed() && s.draws() > 0)
+      std::printf("[   SEED   ] %s drew random data: rerun with STREAMBLUR_TEST_SEED=%u --gtest_filter=%s\n",
+                  full_test_name(t).c_str(), s.base(), full_test_name(t).c_str());
+  }
+};
+inline const bool seed_listener_installed = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new SeedListener);  // gtest owns it
+  return true;
+}();
+
+// ---------------------------------------------------------------------------
 // GPU tests: they skip without a CUDA device, unless STREAMBLUR_REQUIRE_GPU=1
 // (the GPU machine sets it), where a missing device fails them instead, so a
 // GPU run cannot go green by skipping. Every CUDA skip goes through
@@ -290,8 +379,10 @@ std::string error_of(Fn&& fn) {
 
 // An mkv with one pcm_s16le audio stream and no video, written packet by packet.
 inline void write_audio_only_mkv(const std::string& path) {
-  AVFormatContext* oc = nullptr;
-  AV_CHECK(avformat_alloc_output_context2(&oc, nullptr, nullptr, path.c_str()));
+  AVFormatContext* raw = nullptr;
+  AV_CHECK(avformat_alloc_output_context2(&raw, nullptr, nullptr, path.c_str()));
+  const streamblur::io::AVOutputFormatContextPtr owner(raw);
+  AVFormatContext* oc = owner.get();
   AVStream* st = avformat_new_stream(oc, nullptr);
   st->codecpar->codec_type = AVMEDIA_TYPE_AUDIO;
   st->codecpar->codec_id = AV_CODEC_ID_PCM_S16LE;
@@ -313,8 +404,7 @@ inline void write_audio_only_mkv(const std::string& path) {
     AV_CHECK(av_interleaved_write_frame(oc, pkt.get()));
   }
   AV_CHECK(av_write_trailer(oc));
-  avio_closep(&oc->pb);
-  avformat_free_context(oc);
+  AV_CHECK(avio_closep(&oc->pb));
 }
 
 // Reads every frame and every passthrough packet (in demux order) of `reader`.

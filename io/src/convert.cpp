@@ -50,14 +50,12 @@ FrameConverter::FrameConverter(int width, int height, AVPixelFormat from, AVPixe
       !sws_isSupportedInput(from) || !sws_isSupportedOutput(to))
     throw std::runtime_error("cannot convert " + std::to_string(width) + "x" + std::to_string(height) + " " +
                              fmt_name(from) + " to " + fmt_name(to) + ": not a conversion swscale can do");
-  sws_ = sws_getContext(width, height, from, width, height, to, SWS_BICUBIC | SWS_ACCURATE_RND, nullptr, nullptr,
-                        nullptr);
+  sws_.reset(sws_getContext(width, height, from, width, height, to, SWS_BICUBIC | SWS_ACCURATE_RND, nullptr, nullptr,
+                            nullptr));
   if (!sws_)
     throw std::runtime_error("cannot convert " + std::to_string(width) + "x" + std::to_string(height) + " " +
                              fmt_name(from) + " to " + fmt_name(to) + ": sws_getContext failed");
 }
-
-FrameConverter::~FrameConverter() { sws_freeContext(sws_); }
 
 void FrameConverter::convert(const AVFrame& src, AVFrame& dst) {
   if (src.width != width_ || src.height != height_ || src.format != from_)
@@ -82,12 +80,12 @@ void FrameConverter::convert(const AVFrame& src, AVFrame& dst) {
   const int cs = src_rgb ? AVCOL_SPC_BT470BG : src.colorspace;  // RGB->YUV: BT.601, swscale's default
   if (cs != last_colorspace_ || range != last_range_) {
     const int* coeffs = sws_getCoefficients(cs == AVCOL_SPC_UNSPECIFIED ? SWS_CS_DEFAULT : cs);
-    sws_setColorspaceDetails(sws_, coeffs, range, coeffs, range, 0, 1 << 16, 1 << 16);
+    sws_setColorspaceDetails(sws_.get(), coeffs, range, coeffs, range, 0, 1 << 16, 1 << 16);
     last_colorspace_ = cs;
     last_range_ = range;
   }
 
-  const int rows = sws_scale(sws_, src.data, src.linesize, 0, height_, dst.data, dst.linesize);
+  const int rows = sws_scale(sws_.get(), src.data, src.linesize, 0, height_, dst.data, dst.linesize);
   if (rows <= 0)
     throw_av_error(rows < 0 ? rows : AVERROR_EXTERNAL, "sws_scale", __FILE__, __LINE__, "FrameConverter");
   AV_CHECK_CTX(av_frame_copy_props(&dst, &src), "FrameConverter: cannot copy frame properties");

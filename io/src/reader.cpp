@@ -333,18 +333,13 @@ bool MediaReader::Impl::read(DecodedFrame& out) {
   return false;
 }
 
-MediaReader::MediaReader(const std::string& path, ReaderOptions options) : impl_(new Impl) {
+MediaReader::MediaReader(const std::string& path, ReaderOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
   impl_->options = options;
-  try {
-    impl_->open();
-  } catch (...) {
-    delete impl_;
-    throw;
-  }
+  impl_->open();
 }
 
-MediaReader::~MediaReader() { delete impl_; }
+MediaReader::~MediaReader() = default;
 
 const VideoInfo& MediaReader::video() const noexcept { return impl_->info; }
 const AVFormatContext* MediaReader::format_context() const noexcept { return impl_->fmt.get(); }

@@ -1,5 +1,7 @@
 #include "streamblur/io/stream_metadata.hpp"
 
+#include "streamblur/io/av_ptr.hpp"
+
 extern "C" {
 #include <libavutil/display.h>
 #include <libavutil/mem.h>
@@ -72,22 +74,16 @@ double stream_rotation(const AVStream& st, bool* has) {
 void add_chapter(AVFormatContext& oc, int64_t id, AVRational tb, int64_t start, int64_t end, const std::string& title) {
   // The public API has no constructor for chapters; like ffmpeg's own
   // copy_chapters, allocate one and append it (avformat_free_context frees both).
-  auto* ch = static_cast<AVChapter*>(av_mallocz(sizeof(AVChapter)));
+  AVChapterPtr ch(static_cast<AVChapter*>(av_mallocz(sizeof(AVChapter))));
   if (!ch) throw std::bad_alloc();
   ch->id = id;
   ch->time_base = tb;
   ch->start = start;
   ch->end = end;
-  if (!title.empty() && av_dict_set(&ch->metadata, "title", title.c_str(), 0) < 0) {
-    av_free(ch);
+  if (!title.empty() && av_dict_set(&ch->metadata, "title", title.c_str(), 0) < 0) throw std::bad_alloc();
+  if (av_dynarray_add_nofree(&oc.chapters, reinterpret_cast<int*>(&oc.nb_chapters), ch.get()) < 0)
     throw std::bad_alloc();
-  }
-  const int rc = av_dynarray_add_nofree(&oc.chapters, reinterpret_cast<int*>(&oc.nb_chapters), ch);
-  if (rc < 0) {
-    av_dict_free(&ch->metadata);
-    av_free(ch);
-    throw std::bad_alloc();
-  }
+  ch.release();  // the context owns it now
 }
 
 bool is_sequence_pattern(const std::string& path) {

@@ -33,22 +33,6 @@ const char* pix_fmt_name(AVPixelFormat f) {
   return n ? n : "none";
 }
 
-// Owns the output while it is written; on an exception the file is closed
-// without a trailer.
-struct Output {
-  AVFormatContext* oc = nullptr;
-  ~Output() {
-    if (oc) {
-      if (oc->pb && !(oc->oformat->flags & AVFMT_NOFILE)) avio_closep(&oc->pb);
-      avformat_free_context(oc);
-    }
-  }
-};
-
-struct DictDeleter {
-  void operator()(AVDictionary* d) const noexcept { av_dict_free(&d); }
-};
-
 // Irregular frame durations (in ticks of 1/(4*fps)) for variable-frame-rate
 // clips; they average 4 ticks, i.e. the nominal rate.
 constexpr int kVfrTicksPerFrame = 4;
@@ -325,10 +309,8 @@ AVDictionary* encoder_dict(const SyntheticClipSpec& spec, bool video) {
 }
 
 void open_encoder(AVCodecContext* ctx, const AVCodec* codec, AVDictionary* opts_raw, const std::string& path) {
-  std::unique_ptr<AVDictionary, DictDeleter> opts(opts_raw);
-  AVDictionary* raw = opts.release();
-  const int rc = avcodec_open2(ctx, codec, &raw);
-  opts.reset(raw);
+  AVDictionaryPtr opts(opts_raw);
+  const int rc = with_dict(opts, [&](AVDictionary** d) { return avcodec_open2(ctx, codec, d); });
   if (rc < 0)
     throw_av_error(rc, "avcodec_open2", __FILE__, __LINE__,
                    "synthetic clip " + in_quotes(path) + ": cannot open encoder " + in_quotes(codec->name));
@@ -398,10 +380,16 @@ void write_synthetic_clip(const std::string& path, const SyntheticClipSpec& spec
   if (spec.width <= 0 || spec.height <= 0 || spec.frames <= 0 || spec.fps <= 0)
     throw std::invalid_argument("synthetic clip " + in_quotes(path) + ": width, height, frames and fps must be > 0");
 
-  Output out;
-  AV_CHECK_CTX(avformat_alloc_output_context2(&out.oc, nullptr, nullptr, path.c_str()),
-               "synthetic clip: cannot choose an output format for " + in_quotes(path));
-  AVFormatContext* oc = out.oc;
+  // Owns the output while it is written; on an exception the file is closed
+  // without a trailer.
+  AVOutputFormatContextPtr out;
+  {
+    AVFormatContext* raw = nullptr;
+    AV_CHECK_CTX(avformat_alloc_output_context2(&raw, nullptr, nullptr, path.c_str()),
+                 "synthetic clip: cannot choose an output format for " + in_quotes(path));
+    out.reset(raw);
+  }
+  AVFormatContext* oc = out.get();
 
   // --- video encoder -------------------------------------------------------
   const AVCodec* vcodec = avcodec_find_encoder_by_name(spec.codec.c_str());

@@ -48,14 +48,6 @@ const char* pix_fmt_name(int f) {
   return n ? n : "none";
 }
 
-struct ParamsDeleter {
-  void operator()(AVCodecParameters* p) const noexcept { avcodec_parameters_free(&p); }
-};
-
-struct DictDeleter {
-  void operator()(AVDictionary* d) const noexcept { av_dict_free(&d); }
-};
-
 // Tags that describe the old encode (statistics, writing app) rather than the
 // content; the muxer writes fresh ones.
 bool is_stale_stream_tag(const char* key) {
@@ -129,7 +121,7 @@ struct MediaWriter::Impl {
   std::string path;   // the file written
   std::string shown;  // the name messages use (EncoderOptions::display_name, else path)
   std::function<void(const std::string&)> note_sink;
-  AVFormatContext* oc = nullptr;  // owned; freed in the destructor
+  AVOutputFormatContextPtr oc;
   AVCodecContextPtr enc;
   int video_out_index = -1;
   AVRational input_video_tb{0, 1};
@@ -146,13 +138,6 @@ struct MediaWriter::Impl {
   // the output stream and for encoders that write it into the bitstream.
   std::vector<uint8_t> mastering_display;  // an AVMasteringDisplayMetadata, or empty
   std::vector<uint8_t> content_light;      // an AVContentLightMetadata, or empty
-
-  ~Impl() {
-    if (oc) {
-      if (oc->pb && !(oc->oformat->flags & AVFMT_NOFILE)) avio_closep(&oc->pb);
-      avformat_free_context(oc);
-    }
-  }
 
   // A note for the user, printf-style, through EncoderOptions::note (default: stderr).
   template <class... A>
@@ -195,14 +180,17 @@ AVCodecContextPtr MediaWriter::Impl::try_open_encoder(const AVCodec* codec, cons
   ctx->thread_count = options.encoder_threads;
   if (oc->oformat->flags & AVFMT_GLOBALHEADER) ctx->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
 
-  AVDictionary* raw = nullptr;
+  AVDictionaryPtr dict;
+  auto set = [&](const char* key, const char* value) {
+    with_dict(dict, [&](AVDictionary** d) { return av_dict_set(d, key, value, 0); });
+  };
   const bool x264 = std::strcmp(codec->name, "libx264") == 0 || std::strcmp(codec->name, "libx264rgb") == 0;
   if (options.crf >= 0)
-    av_dict_set(&raw, "crf", std::to_string(options.crf).c_str(), 0);
+    set("crf", std::to_string(options.crf).c_str());
   else if (x264)
-    av_dict_set(&raw, "crf", "18", 0);
-  if (!options.preset.empty()) av_dict_set(&raw, "preset", options.preset.c_str(), 0);
-  for (const auto& [k, v] : options.options) av_dict_set(&raw, k.c_str(), v.c_str(), 0);
+    set("crf", "18");
+  if (!options.preset.empty()) set("preset", options.preset.c_str());
+  for (const auto& [k, v] : options.options) set(k.c_str(), v.c_str());
   if (std::strcmp(codec->name, "libx265") == 0) {
     // FFmpeg's libx265 wrapper does not read HDR side data (before FFmpeg 7);
     // x265 writes the SEI when given the values as parameters. The user's own
@@ -219,17 +207,14 @@ AVCodecContextPtr MediaWriter::Impl::try_open_encoder(const AVCodec* codec, cons
                 std::to_string(c->MaxFALL);
     }
     if (!params.empty()) {
-      const AVDictionaryEntry* user = av_dict_get(raw, "x265-params", nullptr, 0);
+      const AVDictionaryEntry* user = av_dict_get(dict.get(), "x265-params", nullptr, 0);
       if (user && *user->value) params += std::string(":") + user->value;
-      av_dict_set(&raw, "x265-params", params.c_str(), 0);
+      set("x265-params", params.c_str());
     }
   }
-  std::unique_ptr<AVDictionary, DictDeleter> dict(raw);
 
-  raw = dict.release();
   take_last_log_error();  // forget older messages: a failure below quotes its own
-  rc = avcodec_open2(ctx.get(), codec, &raw);
-  dict.reset(raw);
+  rc = with_dict(dict, [&](AVDictionary** d) { return avcodec_open2(ctx.get(), codec, d); });
   if (rc >= 0) {
     const AVDictionaryEntry* e = av_dict_get(dict.get(), "", nullptr, AV_DICT_IGNORE_SUFFIX);
     if (e) leftover_key = e->key;
@@ -254,9 +239,11 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
 
   // --- container --------------------------------------------------------
   const char* format_name = options.format_name.empty() ? nullptr : options.format_name.c_str();
-  AV_CHECK_CTX(avformat_alloc_output_context2(&oc, nullptr, format_name, path.c_str()),
+  AVFormatContext* new_oc = nullptr;
+  AV_CHECK_CTX(avformat_alloc_output_context2(&new_oc, nullptr, format_name, path.c_str()),
                "cannot choose an output format for " + in_quotes(shown) +
                    (format_name ? " (format " + in_quotes(options.format_name) + ")" : std::string()));
+  oc.reset(new_oc);
   const AVOutputFormat* ofmt = oc->oformat;
 
   // --- encoder ----------------------------------------------------------
@@ -356,7 +343,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
     const AVStream* ist = in->streams[i];
     input_tbs[i] = ist->time_base;
     if (static_cast<int>(i) == in_video) {
-      AVStream* st = avformat_new_stream(oc, nullptr);
+      AVStream* st = avformat_new_stream(oc.get(), nullptr);
       if (!st) throw std::bad_alloc();
       AV_CHECK_CTX(avcodec_parameters_from_context(st->codecpar, enc.get()),
                    "cannot set the video stream parameters of " + in_quotes(shown));
@@ -418,7 +405,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
       continue;
     }
     // Copy into a scratch first: a stream once added cannot be taken out again.
-    std::unique_ptr<AVCodecParameters, ParamsDeleter> scratch(avcodec_parameters_alloc());
+    AVCodecParametersPtr scratch(avcodec_parameters_alloc());
     if (!scratch) throw std::bad_alloc();
     rc = avcodec_parameters_copy(scratch.get(), par);
     if (rc < 0) {
@@ -426,7 +413,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
                    avcodec_get_name(par->codec_id), av_error_string(rc).c_str());
       continue;
     }
-    AVStream* st = avformat_new_stream(oc, nullptr);
+    AVStream* st = avformat_new_stream(oc.get(), nullptr);
     if (!st) throw std::bad_alloc();
     AV_CHECK_CTX(avcodec_parameters_copy(st->codecpar, scratch.get()),
                  "cannot copy input stream " + std::to_string(i) + " to " + in_quotes(shown));
@@ -468,7 +455,7 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
 
   if (!(ofmt->flags & AVFMT_NOFILE))
     AV_CHECK_CTX(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE), "cannot open output " + in_quotes(shown));
-  AV_CHECK_CTX(avformat_write_header(oc, nullptr), "cannot write the header of " + in_quotes(shown));
+  AV_CHECK_CTX(avformat_write_header(oc.get(), nullptr), "cannot write the header of " + in_quotes(shown));
 }
 
 void MediaWriter::Impl::write_encoded_packets() {
@@ -479,7 +466,7 @@ void MediaWriter::Impl::write_encoded_packets() {
     if (rc < 0) throw_av_error(rc, "avcodec_receive_packet", __FILE__, __LINE__, "encoding video for " + in_quotes(shown));
     packet->stream_index = video_out_index;
     av_packet_rescale_ts(packet.get(), enc_tb, st->time_base);
-    const int wrc = av_interleaved_write_frame(oc, packet.get());
+    const int wrc = av_interleaved_write_frame(oc.get(), packet.get());
     av_packet_unref(packet.get());
     if (wrc < 0) throw_av_error(wrc, "av_interleaved_write_frame", __FILE__, __LINE__, "cannot write to " + in_quotes(shown));
   }
@@ -501,19 +488,14 @@ void MediaWriter::Impl::send_frame(const AVFrame* frame) {
 
 MediaWriter::MediaWriter(const std::string& path, const MediaReader& input, const AVFrame& first_frame,
                          const EncoderOptions& options)
-    : impl_(new Impl) {
+    : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
   impl_->shown = options.display_name.empty() ? path : options.display_name;
   impl_->note_sink = options.note;
-  try {
-    impl_->open(input, first_frame, options);
-  } catch (...) {
-    delete impl_;
-    throw;
-  }
+  impl_->open(input, first_frame, options);
 }
 
-MediaWriter::~MediaWriter() { delete impl_; }
+MediaWriter::~MediaWriter() = default;
 
 void MediaWriter::write_video(const AVFrame& frame) {
   Impl& m = *impl_;
@@ -580,7 +562,7 @@ void MediaWriter::write_passthrough(AVPacket& packet) {
   av_packet_rescale_ts(&packet, m.input_tbs[in_index], m.oc->streams[out_index]->time_base);
   packet.stream_index = out_index;
   packet.pos = -1;
-  const int rc = av_interleaved_write_frame(m.oc, &packet);  // takes the packet's reference
+  const int rc = av_interleaved_write_frame(m.oc.get(), &packet);  // takes the packet's reference
   av_packet_unref(&packet);
   if (rc < 0)
     throw_av_error(rc, "av_interleaved_write_frame", __FILE__, __LINE__,
@@ -593,7 +575,7 @@ void MediaWriter::finish() {
   m.finished = true;  // even when something below throws: no second trailer attempt
   m.send_frame(nullptr);
   m.write_encoded_packets();
-  AV_CHECK_CTX(av_write_trailer(m.oc), "cannot write the trailer of " + in_quotes(m.shown));
+  AV_CHECK_CTX(av_write_trailer(m.oc.get()), "cannot write the trailer of " + in_quotes(m.shown));
   if (m.oc->pb && !(m.oc->oformat->flags & AVFMT_NOFILE))
     AV_CHECK_CTX(avio_closep(&m.oc->pb), "cannot close " + in_quotes(m.shown));
 }

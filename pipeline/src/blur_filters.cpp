@@ -1,4 +1,5 @@
-// gblur and boxblur: the registry entries and the Filter classes. On
+// gblur, boxblur, unsharp and pixelate: their options structs, registry
+// entries (each option row bound to a field) and Filter classes. On
 // subsampled chroma planes sigma and radius shrink by the subsampling of each
 // axis (chroma_scale=1, the default) so the blur has the same size on the
 // picture as on luma; chroma_scale=0 uses the luma values on every plane.
@@ -8,8 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "streamblur/kernels/cpu_blur.hpp"
 #include "streamblur/kernels/cuda_blur.hpp"
@@ -67,12 +68,7 @@ std::size_t sum_device_bytes(const std::array<std::unique_ptr<GpuBlur>, 4>& plan
   return n;
 }
 
-// Per-plane sizes of a blur, after chroma scaling.
-struct PlaneParams {
-  double sigma_x = 0, sigma_y = 0;
-  int radius_x = -1, radius_y = -1;
-};
-
+// A radius on a plane subsampled by 2^log2 (-1, "from sigma", stays -1).
 int scale_radius(int radius, int log2) { return radius < 0 ? -1 : static_cast<int>(std::lround(radius / double(1 << log2))); }
 
 // fields=1: each field of an interlaced picture (even lines, odd lines) is
@@ -90,10 +86,40 @@ std::array<AnyPlane, 2> field_views(const AnyPlane& d) {
   return {top, bottom};
 }
 
+// Options every blur filter has (the rows planes_option(), chroma_scale_option()
+// and fields_option() bind them in each filter's own struct).
+struct BlurCommonOptions {
+  PlaneMask planes;
+  bool chroma_scale = true;
+  bool fields = false;
+};
+
+struct GblurOptions : BlurCommonOptions {
+  double sigma = 0;
+  int radius = 0;
+  double sigma_v = 0;  // -1: same as sigma
+};
+
+struct BoxblurOptions : BlurCommonOptions {
+  int radius = 0;
+};
+
+struct UnsharpOptions : BlurCommonOptions {
+  double sigma = 0;
+  double amount = 0;
+  double threshold = 0;
+  double sigma_v = 0;  // -1: same as sigma
+};
+
+struct PixelateOptions : BlurCommonOptions {
+  int block = 0;
+  int block_y = 0;  // -1: same as block
+};
+
 class BlurFilterBase : public Filter {
  public:
-  explicit BlurFilterBase(std::string name, unsigned planes, bool chroma_scale, bool fields)
-      : name_(std::move(name)), planes_(planes), chroma_scale_(chroma_scale), fields_(fields) {}
+  BlurFilterBase(std::string name, const BlurCommonOptions& o)
+      : name_(std::move(name)), planes_(o.planes.bits), chroma_scale_(o.chroma_scale), fields_(o.fields) {}
 
   void apply(int p, const AnyPlane& d, cudaStream_t stream) final {
     if (!fields_ || d.height < 2) return apply_plane(p, d, stream);
@@ -148,13 +174,87 @@ class TypedFilter : public BlurFilterBase {
   }
 };
 
-class GaussianFilter final : public TypedFilter<GaussianFilter> {
+// How each pair of plane operations runs, in place, on one plane: the CPU
+// one over row bands with TBB (with a scratch plane of Scratch), the CUDA
+// one enqueued on the stream.
+template <class CpuOp>
+struct CpuScratch {
+  using type = float;
+};
+template <>
+struct CpuScratch<cpu::BoxBlur> {
+  using type = uint32_t;
+};
+
+template <class T>
+void run_cpu(const cpu::GaussianBlur& op, Plane<T> plane, std::vector<float>& tmp) {
+  cpu_blur_plane<T>(op, plane, tmp, 8);
+}
+template <class T>
+void run_cpu(const cpu::BoxBlur& op, Plane<T> plane, std::vector<uint32_t>& tmp) {
+  cpu_box_plane<T>(op, plane, tmp);
+}
+template <class T>
+void run_cpu(const cpu::Unsharp& op, Plane<T> plane, std::vector<float>& tmp) {
+  tmp.resize(static_cast<size_t>(plane.samples_per_row()) * plane.height);
+  tbb::parallel_for(tbb::blocked_range<int>(0, plane.height, 8), [&](const tbb::blocked_range<int>& r) {
+    op.horizontal_rows<T>(Plane<const T>(plane), tmp, r.begin(), r.end());
+  });
+  tbb::parallel_for(tbb::blocked_range<int>(0, plane.height, 8), [&](const tbb::blocked_range<int>& r) {
+    op.combine_rows<T>(tmp, plane, r.begin(), r.end());
+  });
+}
+
+template <class T, class GpuOp>
+void run_gpu(GpuOp& op, Plane<T> plane, cudaStream_t stream) {
+  op.template apply<T>(Plane<const T>(plane), plane, stream);
+}
+template <class T>
+void run_gpu(cuda::Unsharp& op, Plane<T> plane, cudaStream_t stream) {
+  op.apply<T>(plane, stream);
+}
+
+// A filter that is one CPU operation and one CUDA operation per plane, both
+// built from the same per-plane parameters: this base builds them for the
+// backend, dispatches each plane by backend and sample size, and counts their
+// device memory. A filter gives only its plane set-up,
+// `plane_params(lw, lh, bytes)`: the constructor arguments (a tuple) of both
+// operations for a plane with chroma subsampling lw, lh and `bytes` per sample.
+template <class Derived, class CpuOp, class GpuOp>
+class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp>> {
+  using Base = TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp>>;
+
  public:
-  explicit GaussianFilter(const OptionValues& v)
-      : TypedFilter("gblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
-        sigma_(v.at("sigma")), sigma_v_(v.at("sigmaV") < 0 ? v.at("sigma") : v.at("sigmaV")),
-        radius_(static_cast<int>(v.at("radius"))) {
-    if (v.at("sigmaV") >= 0 && v.at("sigmaV") < kMinSigma)
+  using Base::Base;
+
+  template <class T>
+  void run(int p, Plane<T> plane, cudaStream_t stream) {
+    if (this->backend_ == Backend::Cuda) run_gpu<T>(*gpu_[p], plane, stream);
+    else run_cpu<T>(*cpu_[p], plane, tmp_[p]);
+  }
+  std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
+
+ private:
+  void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) final {
+    const auto params = static_cast<const Derived&>(*this).plane_params(lw, lh, bytes);
+    if (this->backend_ == Backend::Cuda) {
+      gpu_[p] = std::apply([](const auto&... a) { return std::make_unique<GpuOp>(a...); }, params);
+      gpu_[p]->reserve(pl.width, pl.height, pl.channels);
+    } else {
+      cpu_[p] = std::apply([](const auto&... a) { return std::make_unique<CpuOp>(a...); }, params);
+    }
+  }
+  std::array<std::unique_ptr<CpuOp>, 4> cpu_;
+  std::array<std::unique_ptr<GpuOp>, 4> gpu_;
+  std::array<std::vector<typename CpuScratch<CpuOp>::type>, 4> tmp_;
+};
+
+class GaussianFilter final : public SeparableFilter<GaussianFilter, cpu::GaussianBlur, cuda::GaussianBlur> {
+ public:
+  explicit GaussianFilter(const GblurOptions& o)
+      : SeparableFilter("gblur", o), sigma_(o.sigma), sigma_v_(o.sigma_v < 0 ? o.sigma : o.sigma_v),
+        radius_(o.radius) {
+    if (o.sigma_v >= 0 && o.sigma_v < kMinSigma)
       throw std::invalid_argument("gblur: option 'sigmaV' must be -1 (same as sigma) or in [0.1, 100]");
     gaussian_radius(sigma_, radius_);  // range checks now
   }
@@ -163,74 +263,37 @@ class GaussianFilter final : public TypedFilter<GaussianFilter> {
     s << "gblur(sigma=" << sigma_ << ",sigmaV=" << sigma_v_ << ",radius=" << radius_ << fields_note() << ")";
     return s.str();
   }
-  template <class T>
-  void run(int p, Plane<T> plane, cudaStream_t stream) {
-    if (backend_ == Backend::Cuda) gpu_[p]->apply<T>(Plane<const T>(plane), plane, stream);
-    else cpu_blur_plane<T>(*cpu_[p], plane, tmp_[p], 8);
+  std::tuple<double, double, int, int> plane_params(int lw, int lh, int) const {
+    return {std::max(kMinSigma, sigma_ / (1 << lw)), std::max(kMinSigma, sigma_v_ / (1 << lh)),
+            scale_radius(radius_, lw), scale_radius(radius_, lh)};
   }
 
  private:
-  void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int) override {
-    const double sx = std::max(kMinSigma, sigma_ / (1 << lw)), sy = std::max(kMinSigma, sigma_v_ / (1 << lh));
-    const int rx = scale_radius(radius_, lw), ry = scale_radius(radius_, lh);
-    if (backend_ == Backend::Cuda) {
-      gpu_[p] = std::make_unique<cuda::GaussianBlur>(sx, sy, rx, ry);
-      gpu_[p]->reserve(pl.width, pl.height, pl.channels);
-    } else {
-      cpu_[p] = std::make_unique<cpu::GaussianBlur>(sx, sy, rx, ry);
-    }
-  }
   double sigma_, sigma_v_;
   int radius_;
-  std::array<std::unique_ptr<cpu::GaussianBlur>, 4> cpu_;
-  std::array<std::unique_ptr<cuda::GaussianBlur>, 4> gpu_;
-
- public:
-  std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
-  std::array<std::vector<float>, 4> tmp_;
 };
 
-class BoxFilter final : public TypedFilter<BoxFilter> {
+class BoxFilter final : public SeparableFilter<BoxFilter, cpu::BoxBlur, cuda::BoxBlur> {
  public:
-  explicit BoxFilter(const OptionValues& v)
-      : TypedFilter("boxblur", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
-        radius_(static_cast<int>(v.at("radius"))) {
+  explicit BoxFilter(const BoxblurOptions& o) : SeparableFilter("boxblur", o), radius_(o.radius) {
     check_box_radius(radius_);
   }
   std::string describe() const override { return "boxblur(radius=" + std::to_string(radius_) + fields_note() + ")"; }
-  template <class T>
-  void run(int p, Plane<T> plane, cudaStream_t stream) {
-    if (backend_ == Backend::Cuda) gpu_[p]->apply<T>(Plane<const T>(plane), plane, stream);
-    else cpu_box_plane<T>(*cpu_[p], plane, tmp_[p]);
+  std::tuple<int, int> plane_params(int lw, int lh, int) const {
+    return {scale_radius(radius_, lw), scale_radius(radius_, lh)};
   }
 
  private:
-  void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int) override {
-    const int rx = scale_radius(radius_, lw), ry = scale_radius(radius_, lh);
-    if (backend_ == Backend::Cuda) {
-      gpu_[p] = std::make_unique<cuda::BoxBlur>(rx, ry);
-      gpu_[p]->reserve(pl.width, pl.height, pl.channels);
-    } else {
-      cpu_[p] = std::make_unique<cpu::BoxBlur>(rx, ry);
-    }
-  }
   int radius_;
-  std::array<std::unique_ptr<cpu::BoxBlur>, 4> cpu_;
-  std::array<std::unique_ptr<cuda::BoxBlur>, 4> gpu_;
-
- public:
-  std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
-  std::array<std::vector<uint32_t>, 4> tmp_;
 };
 
 // unsharp: src + amount * (src - gaussian(src)); sigma scales on chroma like
 // gblur's. threshold is in 8-bit units (x257 on 16-bit planes).
-class UnsharpFilter final : public TypedFilter<UnsharpFilter> {
+class UnsharpFilter final : public SeparableFilter<UnsharpFilter, cpu::Unsharp, cuda::Unsharp> {
  public:
-  explicit UnsharpFilter(const OptionValues& v)
-      : TypedFilter("unsharp", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
-        sigma_(v.at("sigma")), sigma_v_(v.at("sigmaV") < 0 ? v.at("sigma") : v.at("sigmaV")), amount_(v.at("amount")),
-        threshold_(v.at("threshold")) {
+  explicit UnsharpFilter(const UnsharpOptions& o)
+      : SeparableFilter("unsharp", o), sigma_(o.sigma), sigma_v_(o.sigma_v < 0 ? o.sigma : o.sigma_v),
+        amount_(o.amount), threshold_(o.threshold) {
     UnsharpParams p;
     p.sigma_x = sigma_;
     p.sigma_y = sigma_v_;
@@ -244,51 +307,27 @@ class UnsharpFilter final : public TypedFilter<UnsharpFilter> {
       << fields_note() << ")";
     return s.str();
   }
-  template <class T>
-  void run(int p, Plane<T> plane, cudaStream_t stream) {
-    if (backend_ == Backend::Cuda) return gpu_[p]->apply<T>(plane, stream);
-    tmp_[p].resize(static_cast<size_t>(plane.samples_per_row()) * plane.height);
-    const cpu::Unsharp& op = *cpu_[p];
-    tbb::parallel_for(tbb::blocked_range<int>(0, plane.height, 8), [&](const tbb::blocked_range<int>& r) {
-      op.horizontal_rows<T>(Plane<const T>(plane), tmp_[p], r.begin(), r.end());
-    });
-    tbb::parallel_for(tbb::blocked_range<int>(0, plane.height, 8), [&](const tbb::blocked_range<int>& r) {
-      op.combine_rows<T>(tmp_[p], plane, r.begin(), r.end());
-    });
-  }
-
- private:
-  void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) override {
+  std::tuple<UnsharpParams> plane_params(int lw, int lh, int bytes) const {
     UnsharpParams u;
     u.sigma_x = std::max(kMinSigma, sigma_ / (1 << lw));
     u.sigma_y = std::max(kMinSigma, sigma_v_ / (1 << lh));
     u.amount = amount_;
     u.threshold = threshold_ * (bytes == 2 ? 257.0 : 1.0);
-    if (backend_ == Backend::Cuda) {
-      gpu_[p] = std::make_unique<cuda::Unsharp>(u);
-      gpu_[p]->reserve(pl.width, pl.height, pl.channels);
-    } else {
-      cpu_[p] = std::make_unique<cpu::Unsharp>(u);
-    }
+    return {u};
   }
-  double sigma_, sigma_v_, amount_, threshold_;
-  std::array<std::unique_ptr<cpu::Unsharp>, 4> cpu_;
-  std::array<std::unique_ptr<cuda::Unsharp>, 4> gpu_;
-  std::array<std::vector<float>, 4> tmp_;
 
- public:
-  std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
+ private:
+  double sigma_, sigma_v_, amount_, threshold_;
 };
 
 // pixelate: block x block_y cells, each the exact mean of its samples; on
 // subsampled chroma the cells shrink with the subsampling (chroma_scale=1) so
-// they cover the same picture area as on luma.
+// they cover the same picture area as on luma. Not separable: no operation
+// objects, the cell sizes are its plane set-up.
 class PixelateFilter final : public TypedFilter<PixelateFilter> {
  public:
-  explicit PixelateFilter(const OptionValues& v)
-      : TypedFilter("pixelate", static_cast<unsigned>(v.at("planes")), v.at("chroma_scale") != 0, v.at("fields") != 0),
-        block_(static_cast<int>(v.at("block"))),
-        block_y_(v.at("block_y") < 0 ? block_ : static_cast<int>(v.at("block_y"))) {
+  explicit PixelateFilter(const PixelateOptions& o)
+      : TypedFilter("pixelate", o), block_(o.block), block_y_(o.block_y < 0 ? block_ : o.block_y) {
     check_pixelate(block_, block_y_);
   }
   std::string describe() const override {
@@ -312,58 +351,65 @@ class PixelateFilter final : public TypedFilter<PixelateFilter> {
   std::array<int, 4> bx_{}, by_{};
 };
 
-OptionSpec planes_option() {
-  return {"planes", "planes to filter: all, letters of 'yuva' or 'rgb', or a plane mask 0..15", OptionType::Planes,
-          double(kCompY | kCompU | kCompV | kCompA | kCompRGB), 0, 0};
+// The rows every blur filter has, bound in its own options struct.
+template <class O>
+OptionRow<O> planes_option() {
+  return OptionSpec::bind<O, PlaneMask>(&O::planes, "planes",
+                                        "planes to filter: all, letters of 'yuva' or 'rgb', or a plane mask 0..15",
+                                        double(kCompY | kCompU | kCompV | kCompA | kCompRGB), 0, 0);
 }
-OptionSpec fields_option() {
-  return {"fields", "blur each field of interlaced video on its own (even and odd lines apart; sigmaV/radius count "
-          "field lines)",
-          OptionType::Bool, 0, 0, 1};
+template <class O>
+OptionRow<O> fields_option() {
+  return OptionSpec::bind<O, bool>(&O::fields, "fields",
+                                   "blur each field of interlaced video on its own (even and odd lines apart; "
+                                   "sigmaV/radius count field lines)",
+                                   0, 0, 1);
 }
-OptionSpec chroma_scale_option() {
-  return {"chroma_scale", "scale sigma/radius by the chroma subsampling so the blur has the same size on the picture",
-          OptionType::Bool, 1, 0, 1};
+template <class O>
+OptionRow<O> chroma_scale_option() {
+  return OptionSpec::bind<O, bool>(
+      &O::chroma_scale, "chroma_scale",
+      "scale sigma/radius by the chroma subsampling so the blur has the same size on the picture", 1, 0, 1);
 }
 
 }  // namespace
 
 std::vector<FilterInfo> make_blur_filters() {
+  using B = OptionSpec;
   std::vector<FilterInfo> r;
-  r.push_back({"gblur", "Gaussian blur, w(i) = exp(-i^2/(2 sigma^2)), borders clamped to the edge",
-               {{"sigma", "standard deviation in pixels", OptionType::Double, 0.5, kMinSigma, kMaxSigma},
-                {"radius", "kernel radius in pixels; -1 = ceil(3 sigma)", OptionType::Int, -1, -1, kMaxGaussRadius},
-                {"sigmaV", "vertical sigma; -1 = same as sigma", OptionType::Double, -1, -1, kMaxSigma},
-                planes_option(),
-                chroma_scale_option(),
-                fields_option()},
-               [](const OptionValues& v) { return std::make_unique<GaussianFilter>(v); }});
-  r.push_back({"boxblur", "mean over a (2r+1)x(2r+1) window, exact integer sums rounded half up, borders clamped",
-               {{"radius", "window radius in pixels; 0 = identity", OptionType::Int, 2, 0, kMaxBoxRadius},
-                planes_option(),
-                chroma_scale_option(),
-                fields_option()},
-               [](const OptionValues& v) { return std::make_unique<BoxFilter>(v); }});
-  r.push_back({"unsharp", "sharpen: src + amount * (src - gblur(src)), rounded half up and clamped; where "
-                          "|src - gblur(src)| < threshold the sample is kept",
-               {{"sigma", "standard deviation of the blur taken away, in pixels", OptionType::Double, 1.0, kMinSigma,
-                 kMaxSigma},
-                {"amount", "strength; 0 = identity, negative softens", OptionType::Double, 1.0, -2.0, 10.0},
-                {"threshold", "smallest |src - blur| that is sharpened, in 8-bit units (x257 on 16-bit planes)",
-                 OptionType::Double, 0, 0, 255},
-                {"sigmaV", "vertical sigma; -1 = same as sigma", OptionType::Double, -1, -1, kMaxSigma},
-                planes_option(),
-                chroma_scale_option(),
-                fields_option()},
-               [](const OptionValues& v) { return std::make_unique<UnsharpFilter>(v); }});
-  r.push_back({"pixelate", "mosaic: each block x block_y cell (grid from the top-left corner, partial cells at the "
-                           "right and bottom) becomes the exact mean of its samples, rounded half up",
-               {{"block", "cell width (and height) in pixels", OptionType::Int, 16, 1, 4096},
-                {"block_y", "cell height; -1 = same as block", OptionType::Int, -1, -1, 4096},
-                planes_option(),
-                chroma_scale_option(),
-                fields_option()},
-               [](const OptionValues& v) { return std::make_unique<PixelateFilter>(v); }});
+  r.push_back(FilterInfo::make<GblurOptions>(
+      "gblur", "Gaussian blur, w(i) = exp(-i^2/(2 sigma^2)), borders clamped to the edge",
+      {B::bind(&GblurOptions::sigma, "sigma", "standard deviation in pixels", 0.5, kMinSigma, kMaxSigma),
+       B::bind(&GblurOptions::radius, "radius", "kernel radius in pixels; -1 = ceil(3 sigma)", -1, -1,
+               kMaxGaussRadius),
+       B::bind(&GblurOptions::sigma_v, "sigmaV", "vertical sigma; -1 = same as sigma", -1, -1, kMaxSigma),
+       planes_option<GblurOptions>(), chroma_scale_option<GblurOptions>(), fields_option<GblurOptions>()},
+      [](const GblurOptions& o) { return std::make_unique<GaussianFilter>(o); }));
+  r.push_back(FilterInfo::make<BoxblurOptions>(
+      "boxblur", "mean over a (2r+1)x(2r+1) window, exact integer sums rounded half up, borders clamped",
+      {B::bind(&BoxblurOptions::radius, "radius", "window radius in pixels; 0 = identity", 2, 0, kMaxBoxRadius),
+       planes_option<BoxblurOptions>(), chroma_scale_option<BoxblurOptions>(), fields_option<BoxblurOptions>()},
+      [](const BoxblurOptions& o) { return std::make_unique<BoxFilter>(o); }));
+  r.push_back(FilterInfo::make<UnsharpOptions>(
+      "unsharp",
+      "sharpen: src + amount * (src - gblur(src)), rounded half up and clamped; where |src - gblur(src)| < "
+      "threshold the sample is kept",
+      {B::bind(&UnsharpOptions::sigma, "sigma", "standard deviation of the blur taken away, in pixels", 1.0,
+               kMinSigma, kMaxSigma),
+       B::bind(&UnsharpOptions::amount, "amount", "strength; 0 = identity, negative softens", 1.0, -2.0, 10.0),
+       B::bind(&UnsharpOptions::threshold, "threshold",
+               "smallest |src - blur| that is sharpened, in 8-bit units (x257 on 16-bit planes)", 0, 0, 255),
+       B::bind(&UnsharpOptions::sigma_v, "sigmaV", "vertical sigma; -1 = same as sigma", -1, -1, kMaxSigma),
+       planes_option<UnsharpOptions>(), chroma_scale_option<UnsharpOptions>(), fields_option<UnsharpOptions>()},
+      [](const UnsharpOptions& o) { return std::make_unique<UnsharpFilter>(o); }));
+  r.push_back(FilterInfo::make<PixelateOptions>(
+      "pixelate",
+      "mosaic: each block x block_y cell (grid from the top-left corner, partial cells at the right and bottom) "
+      "becomes the exact mean of its samples, rounded half up",
+      {B::bind(&PixelateOptions::block, "block", "cell width (and height) in pixels", 16, 1, 4096),
+       B::bind(&PixelateOptions::block_y, "block_y", "cell height; -1 = same as block", -1, -1, 4096),
+       planes_option<PixelateOptions>(), chroma_scale_option<PixelateOptions>(), fields_option<PixelateOptions>()},
+      [](const PixelateOptions& o) { return std::make_unique<PixelateFilter>(o); }));
   return r;
 }
 

@@ -267,8 +267,7 @@ class Pipeline {
   std::unique_ptr<io::FrameConverter> to_proc_;
   // Output frames' pixels (CUDA path): reused buffers, so no frame pays for a
   // fresh allocation; a buffer returns when the encoder lets go of its frame.
-  struct PoolDeleter { void operator()(AVBufferPool* p) const noexcept { av_buffer_pool_uninit(&p); } };
-  std::unique_ptr<AVBufferPool, PoolDeleter> out_pool_;
+  io::AVBufferPoolPtr out_pool_;
   int out_pool_bytes_ = 0;
   std::vector<std::unique_ptr<FrameSlot>> slots_;
   std::string tmp_path_;
@@ -664,7 +663,7 @@ void Pipeline::gpu_wait(FrameSlot* s, GpuWait::gateway_type& gw) {
   };
   set_device();
   gw.reserve_wait();
-  auto* cb = new CallbackData{&gw, s};
+  auto cb = std::make_unique<CallbackData>(CallbackData{&gw, s});
   const cudaError_t rc = cudaLaunchHostFunc(
       s->stream->get(),
       [](void* p) {
@@ -672,12 +671,12 @@ void Pipeline::gpu_wait(FrameSlot* s, GpuWait::gateway_type& gw) {
         data->gateway->try_put(data->slot);
         data->gateway->release_wait();
       },
-      cb);
+      cb.get());
   if (rc != cudaSuccess) {
-    delete cb;
     gw.release_wait();
     CUDA_CHECK(rc);
   }
+  cb.release();  // the callback owns it now
 }
 
 // After the GPU: the output frame gets its pixels (and the input's pixel

@@ -53,10 +53,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Memory mem{data, size};
   constexpr int kBuffer = 4096;
   auto* buffer = static_cast<uint8_t*>(av_malloc(kBuffer));
-  AVIOContext* io = avio_alloc_context(buffer, kBuffer, 0, &mem, read_packet, nullptr, seek);
+  if (!buffer) return 0;
+  const streamblur::io::AVIOContextPtr io(avio_alloc_context(buffer, kBuffer, 0, &mem, read_packet, nullptr, seek));
+  if (!io) {
+    av_free(buffer);
+    return 0;
+  }
   try {
     streamblur::io::ReaderOptions o;
-    o.custom_io = io;
+    o.custom_io = io.get();
     o.decoder_threads = 1;
     o.warn = [](const std::string&) {};
     streamblur::io::MediaReader reader("fuzz-input", o);
@@ -64,7 +69,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int i = 0; i < 8 && reader.read(f); ++i) {}
   } catch (const std::exception&) {
   }
-  av_freep(&io->buffer);
-  avio_context_free(&io);
   return 0;
 }

@@ -3,8 +3,6 @@
 // colour properties of the frame.
 #include "streamblur/io/av_ptr.hpp"
 
-extern "C" struct SwsContext;
-
 namespace streamblur::io {
 
 // Whether swscale can write `format` (it cannot write palettes, for one).
@@ -13,7 +11,6 @@ bool can_convert_to(AVPixelFormat format);
 class FrameConverter {
  public:
   FrameConverter(int width, int height, AVPixelFormat from, AVPixelFormat to);
-  ~FrameConverter();
   FrameConverter(const FrameConverter&) = delete;
   FrameConverter& operator=(const FrameConverter&) = delete;
   // Converts src into dst (allocating dst's buffers if it has none); copies
@@ -22,7 +19,7 @@ class FrameConverter {
   AVPixelFormat to() const noexcept { return to_; }
 
  private:
-  SwsContext* sws_ = nullptr;
+  SwsContextPtr sws_;
   int width_, height_;
   AVPixelFormat from_, to_;
   int last_colorspace_ = -1;  // colour details last given to sws_ (set again only on change)

@@ -3,6 +3,7 @@
 // every other stream are kept, in file order, for stream copy.
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -78,7 +79,7 @@ class MediaReader {
 
  private:
   struct Impl;
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace streamblur::io

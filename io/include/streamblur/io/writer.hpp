@@ -2,6 +2,7 @@
 // Encode + mux. The container comes from the output's extension (or format_name);
 // every non-video stream of the input is stream-copied packet for packet.
 #include <functional>
+#include <memory>
 #include <map>
 #include <string>
 
@@ -50,7 +51,7 @@ class MediaWriter {
 
  private:
   struct Impl;
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace streamblur::io

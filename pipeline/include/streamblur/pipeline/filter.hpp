@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "streamblur/pipeline/frame_layout.hpp"
@@ -41,8 +43,31 @@ class Filter {
 };
 
 // ---- options table
+//
+// Each filter has an options struct, and each row of its table (name, help,
+// type, default, range, as FFmpeg's AVOption rows) binds one field of it by
+// pointer to member, as FFmpeg's OFFSET() does:
+//
+//   struct BoxblurOptions { int radius; };
+//   FilterInfo::make<BoxblurOptions>("boxblur", "...",
+//       {OptionSpec::bind(&BoxblurOptions::radius, "radius", "window radius", 2, 0, 100)},
+//       [](const BoxblurOptions& o) { return std::make_unique<BoxFilter>(o); });
+//
+// The parser fills the struct from the text (defaults first, then what the
+// user gave, range-checked), and the filter is built from the struct: a field
+// that does not exist, or a row bound to another filter's struct, does not
+// compile. The option's type comes from the field's: double, int, bool or
+// PlaneMask.
 
 enum class OptionType { Double, Int, Bool, Planes };
+
+// The value of a `planes` option: the components a filter touches (PlaneComponent bits).
+struct PlaneMask {
+  unsigned bits = 0;
+};
+
+template <class Options>
+struct OptionRow;
 
 struct OptionSpec {
   std::string name;
@@ -51,17 +76,78 @@ struct OptionSpec {
   double default_value = 0;
   double min = 0;
   double max = 0;
+  // Stores a parsed, range-checked value into the bound field of the
+  // filter's options struct (type-erased; FilterInfo::make pairs it with the
+  // struct it was bound to).
+  std::function<void(void* options, double value)> store;
+
+  // A row bound to `field` of Options. Options is deduced from the pointer;
+  // name it (bind<GblurOptions, bool>(&GblurOptions::fields, ...)) for a
+  // field inherited from a base struct.
+  template <class Options, class Field>
+  static OptionRow<Options> bind(Field Options::*field, std::string name, std::string help, double default_value,
+                                 double min, double max);
 };
 
-// Parsed values, every option present (defaults filled in). Planes are a
-// component mask (PlaneComponent bits).
+// An OptionSpec known to bind a field of Options (so one table cannot mix structs).
+template <class Options>
+struct OptionRow {
+  OptionSpec spec;
+};
+
+template <class Field>
+constexpr OptionType option_type_of() {
+  if constexpr (std::is_same_v<Field, double>) return OptionType::Double;
+  else if constexpr (std::is_same_v<Field, int>) return OptionType::Int;
+  else if constexpr (std::is_same_v<Field, bool>) return OptionType::Bool;
+  else {
+    static_assert(std::is_same_v<Field, PlaneMask>, "an option field is a double, int, bool or PlaneMask");
+    return OptionType::Planes;
+  }
+}
+
+template <class Options, class Field>
+OptionRow<Options> OptionSpec::bind(Field Options::*field, std::string name, std::string help, double default_value,
+                                    double min, double max) {
+  OptionSpec s{std::move(name), std::move(help), option_type_of<Field>(), default_value, min, max, {}};
+  s.store = [field](void* options, double v) {
+    Field& f = static_cast<Options*>(options)->*field;
+    if constexpr (std::is_same_v<Field, PlaneMask>) f.bits = static_cast<unsigned>(v);
+    else if constexpr (std::is_same_v<Field, bool>) f = v != 0;
+    else f = static_cast<Field>(v);  // int: the parser has checked it is whole and in range
+  };
+  return {std::move(s)};
+}
+
+// Parsed values by option name, every option present (defaults filled in),
+// as numbers (a planes value is its component mask). What the user asked
+// for, for messages and tests; filters are built from their options struct.
 using OptionValues = std::map<std::string, double>;
 
 struct FilterInfo {
   std::string name;
   std::string help;
   std::vector<OptionSpec> options;
+  // Builds the filter: fills its options struct from `values` through the
+  // rows' bindings (a value missing from `values` takes the row's default).
   std::function<std::unique_ptr<Filter>(const OptionValues&)> create;
+
+  // The registry entry of a filter built from an Options struct by `make`
+  // (a callable taking const Options&).
+  template <class Options, class Make>
+  static FilterInfo make(std::string name, std::string help, std::vector<OptionRow<Options>> rows, Make make) {
+    FilterInfo info{std::move(name), std::move(help), {}, {}};
+    for (OptionRow<Options>& r : rows) info.options.push_back(std::move(r.spec));
+    info.create = [specs = info.options, make = std::move(make)](const OptionValues& values) -> std::unique_ptr<Filter> {
+      Options o{};
+      for (const OptionSpec& s : specs) {
+        const auto it = values.find(s.name);
+        s.store(&o, it == values.end() ? s.default_value : it->second);
+      }
+      return make(static_cast<const Options&>(o));
+    };
+    return info;
+  }
 };
 
 const std::vector<FilterInfo>& filter_registry();
