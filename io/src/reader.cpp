@@ -122,6 +122,7 @@ struct MediaReader::Impl {
   int64_t seek_target = AV_NOPTS_VALUE;    // where the last successful seek aimed (NOPTS: none)
   int64_t seek_back = AV_TIME_BASE;        // how much further back the next retry aims
   bool check_seek = false;                 // the next decoded frame shows whether the seek went far enough
+  bool await_keyframe = false;             // after a seek: video packets up to the first keyframe are skipped
   std::vector<bool> passed_end;            // per input stream: a packet at or after span_end was seen
 
   void warn(const std::string& what) {
@@ -296,6 +297,11 @@ bool MediaReader::Impl::seek_to(int64_t target) {
   demux_eof = decoder_eof = false;
   seek_target = target;
   check_seek = true;
+  // Some demuxers (MPEG-TS) land on any packet; decoding from one that is not
+  // a keyframe gives frames built on missing references. From before the
+  // input's start there is nothing to skip (and a stream whose container marks
+  // no keyframes at all still decodes from there, after the retries).
+  await_keyframe = target > origin;
   return true;
 }
 
@@ -554,6 +560,14 @@ bool MediaReader::Impl::read(DecodedFrame& out) {
       if (trimming) admit(std::move(copy));
       else pending_passthrough.push_back(std::move(copy));
       continue;
+    }
+
+    if (await_keyframe) {
+      if (!(packet->flags & AV_PKT_FLAG_KEY)) {
+        av_packet_unref(packet.get());
+        continue;
+      }
+      await_keyframe = false;
     }
 
     rc = avcodec_send_packet(dec.get(), packet.get());
