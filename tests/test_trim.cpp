@@ -126,6 +126,7 @@ constexpr int kFrames = 100;  // 4 s
 struct Container {
   std::string name, video_codec, audio_codec;
 };
+void PrintTo(const Container& c, std::ostream* os) { *os << c.name; }
 const Container kContainers[] = {{"mp4", "libx264", "aac"}, {"mkv", "mpeg4", "pcm_s16le"}, {"ts", "mpeg4", "aac"}};
 
 std::string make_clip(const TempDir& dir, const Container& c, int chapters = 0) {
