@@ -15,7 +15,9 @@ extern "C" {
 #include <libavutil/log.h>
 }
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -122,12 +124,57 @@ constexpr int kFrames = 100;  // 4 s
 
 // mp4: libx264 (one keyframe) + AAC; mkv: mpeg4 (a keyframe every 12 frames,
 // so seeks land before the start) + PCM; ts: mpeg4 + AAC in MPEG-TS, whose
-// demuxer seeks to any packet and whose start time is not 0.
+// demuxer seeks to any packet and whose start time is not 0; late_audio: the
+// mkv with its audio stored half a second after the video of the same time,
+// so the span's last audio packets are read after its video has ended.
 struct Container {
-  std::string name, video_codec, audio_codec;
+  std::string name, ext, video_codec, audio_codec;
+  bool late_audio = false;
 };
 void PrintTo(const Container& c, std::ostream* os) { *os << c.name; }
-const Container kContainers[] = {{"mp4", "libx264", "aac"}, {"mkv", "mpeg4", "pcm_s16le"}, {"ts", "mpeg4", "aac"}};
+const Container kContainers[] = {{"mp4", "mp4", "libx264", "aac"},
+                                 {"mkv", "mkv", "mpeg4", "pcm_s16le"},
+                                 {"ts", "ts", "mpeg4", "aac"},
+                                 {"late_audio", "mkv", "mpeg4", "pcm_s16le", true}};
+
+// Copies `in` to `out` (Matroska) packet for packet, each audio packet stored
+// after the video packets up to `lag` seconds past it.
+void remux_with_late_audio(const std::string& in, const std::string& out, double lag) {
+  AVFormatContext* raw = nullptr;
+  AV_CHECK(avformat_open_input(&raw, in.c_str(), nullptr, nullptr));
+  std::unique_ptr<AVFormatContext, FormatCloser> ic(raw);
+  AV_CHECK(avformat_find_stream_info(ic.get(), nullptr));
+  AVFormatContext* oc = nullptr;
+  AV_CHECK(avformat_alloc_output_context2(&oc, nullptr, "matroska", out.c_str()));
+  struct OutputFreer {
+    void operator()(AVFormatContext* f) const noexcept {
+      if (f->pb) avio_closep(&f->pb);
+      avformat_free_context(f);
+    }
+  };
+  std::unique_ptr<AVFormatContext, OutputFreer> owner(oc);
+  for (unsigned i = 0; i < ic->nb_streams; ++i) {
+    AVStream* st = avformat_new_stream(oc, nullptr);
+    AV_CHECK(avcodec_parameters_copy(st->codecpar, ic->streams[i]->codecpar));
+    st->codecpar->codec_tag = 0;
+    st->time_base = ic->streams[i]->time_base;
+  }
+  std::vector<std::pair<double, io::AVPacketPtr>> packets;  // (storage key, packet)
+  for (io::AVPacketPtr p = io::make_packet(); av_read_frame(ic.get(), p.get()) >= 0; p = io::make_packet()) {
+    const AVStream* st = ic->streams[p->stream_index];
+    const double t = p->dts * av_q2d(st->time_base);
+    packets.emplace_back(st->codecpar->codec_type == AVMEDIA_TYPE_AUDIO ? t + lag : t, std::move(p));
+  }
+  std::stable_sort(packets.begin(), packets.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  AV_CHECK(avio_open(&oc->pb, out.c_str(), AVIO_FLAG_WRITE));
+  AV_CHECK(avformat_write_header(oc, nullptr));
+  for (auto& [key, p] : packets) {
+    av_packet_rescale_ts(p.get(), ic->streams[p->stream_index]->time_base, oc->streams[p->stream_index]->time_base);
+    p->pos = -1;
+    AV_CHECK(av_write_frame(oc, p.get()));  // not interleaved: stored in this order
+  }
+  AV_CHECK(av_write_trailer(oc));
+}
 
 std::string make_clip(const TempDir& dir, const Container& c, int chapters = 0) {
   io::SyntheticClipSpec s;
@@ -140,8 +187,15 @@ std::string make_clip(const TempDir& dir, const Container& c, int chapters = 0) 
   s.audio = true;
   s.audio_codec = c.audio_codec;
   s.chapters = chapters;
-  const std::string path = dir.file("in." + c.name);
-  io::write_synthetic_clip(path, s);
+  const std::string path = dir.file("in." + c.ext);
+  if (!c.late_audio) {
+    io::write_synthetic_clip(path, s);
+    return path;
+  }
+  const std::string interleaved = dir.file("interleaved." + c.ext);
+  io::write_synthetic_clip(interleaved, s);
+  remux_with_late_audio(interleaved, path, 0.5);
+  std::filesystem::remove(interleaved);
   return path;
 }
 
@@ -165,7 +219,7 @@ PipelineOptions options(const std::string& in, const std::string& out, Backend b
 
 // mp4 stays mp4; the others go to Matroska.
 std::string output_name(const Container& c, const std::string& stem) {
-  return stem + (c.name == "mp4" ? ".mp4" : ".mkv");
+  return stem + (c.ext == "mp4" ? ".mp4" : ".mkv");
 }
 
 struct SpanCase {
