@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <csignal>
 #include <cstdio>
@@ -132,6 +133,7 @@ class StatsFile {
 // place on the command line works).
 struct CommonOptions {
   std::string vf, codec, preset, backend = "auto", hwdec = "auto";
+  std::optional<std::string> start, duration, frames;  // -ss, -t, --frames as typed (parsed in fill_pipeline_options)
   std::vector<std::string> encoder_opts;
   int crf = -1, inflight = 4, threads = 0;
   bool overwrite = false, quiet = false, verbose = false, realtime = false;
@@ -151,6 +153,21 @@ void add_common_options(CLI::App& app, CommonOptions& c) {
       ->check(CLI::IsMember({"auto", "nvdec", "none"}));
   app.add_option("--inflight", c.inflight, "frames in flight (slots of pinned + device memory)")->check(CLI::Range(1, 64));
   app.add_option("--threads", c.threads, "decoder threads (0 = automatic)")->check(CLI::Range(0, 256));
+  // Trimming with ffmpeg's names; "-ss" is rewritten to "--ss" before parsing
+  // (ffmpeg_style_arguments), as CLI11 takes one letter after a single dash.
+  app.add_option_function<std::string>(
+         "--ss", [&c](const std::string& v) { c.start = v; },
+         "start at TIME (also -ss, as ffmpeg's input -ss): seek to the keyframe before it, decode, drop the frames "
+         "before it; the output's timestamps start near 0. TIME: seconds (12.5) or [HH:]MM:SS[.m] (1:02.5)")
+      ->type_name("TIME");
+  app.add_option_function<std::string>(
+         "-t", [&c](const std::string& v) { c.duration = v; },
+         "take TIME of the input from the start (ffmpeg's -t): frames and copied packets before start + TIME")
+      ->type_name("TIME");
+  app.add_option_function<std::string>(
+         "--frames", [&c](const std::string& v) { c.frames = v; },
+         "stop after N video frames (ffmpeg's -frames:v); copied streams end where frame N+1 would begin")
+      ->type_name("N");
   app.add_flag("-y,--overwrite", c.overwrite, "overwrite outputs that exist");
   app.add_flag("--re", c.realtime,
                "read the input at its native frame rate, as ffmpeg -re does for live streaming (a 10 s clip takes 10 s)");
@@ -170,6 +187,27 @@ std::optional<std::string> fill_pipeline_options(const CommonOptions& c, streamb
   opt.decoder_threads = c.threads;
   opt.overwrite = c.overwrite;
   opt.realtime = c.realtime;
+  try {
+    if (c.start) opt.start_seconds = streamblur::parse_time(*c.start);
+  } catch (const std::invalid_argument& e) {
+    return std::string("-ss: ") + e.what();
+  }
+  try {
+    if (c.duration) opt.duration_seconds = streamblur::parse_time(*c.duration);
+  } catch (const std::invalid_argument& e) {
+    return std::string("-t: ") + e.what();
+  }
+  if (opt.duration_seconds && *opt.duration_seconds <= 0)
+    return "-t: the duration must be more than 0 seconds, got '" + *c.duration + "'";
+  if (c.frames) {
+    const std::string& f = *c.frames;
+    long long n = 0;
+    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), n);
+    if (f.empty() || ec != std::errc() || end != f.data() + f.size())
+      return "--frames: '" + f + "' is not a whole number of frames";
+    if (n < 1) return "--frames must be at least 1, got " + f;
+    opt.max_frames = n;
+  }
   opt.encoder.codec = c.codec;
   opt.encoder.crf = c.crf;
   opt.encoder.preset = c.preset;
@@ -339,6 +377,18 @@ int run_batch_command(const CommonOptions& common, const BatchCommand& cmd) {
   return failed > 0 ? 1 : 0;
 }
 
+// ffmpeg spells the start "-ss", which CLI11 would read as "-s -s": those
+// arguments (exactly "-ss", or "-ss=TIME") become "--ss" before parsing;
+// nothing after a "--" is touched.
+std::vector<std::string> ffmpeg_style_arguments(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--") break;
+    if (args[i] == "-ss" || args[i].rfind("-ss=", 0) == 0) args[i].insert(0, "-");
+  }
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -376,7 +426,10 @@ int main(int argc, char** argv) {
       "DIR/streamblur-batch.json.");
 
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = ffmpeg_style_arguments(argc, argv);
+    std::vector<char*> arg_pointers;
+    for (std::string& a : args) arg_pointers.push_back(a.data());
+    app.parse(static_cast<int>(arg_pointers.size()), arg_pointers.data());
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::cerr << "streamblur: error: " << e.what() << " (see --help)\n";

@@ -313,6 +313,46 @@ TEST_F(CliWithInput, CudaWithoutDevice) {
   expect_bad_input(dir, {in, dir.file("out.mkv"), "--backend", "cuda"}, {"cuda"}, {in});
 }
 
+// Trimming with ffmpeg's names: each bad value is one line and a usage exit
+// (2); a span past the end is a failed run (1); nothing is written either way.
+TEST_F(CliWithInput, TrimBadValues) {
+  const std::string out = dir.file("out.mkv");
+  expect_bad_input(dir, {in, out, "-ss", "abc"}, {"-ss", "invalid time 'abc'"}, {in});
+  expect_bad_input(dir, {in, out, "-ss", "-1"}, {"-ss", "negative"}, {in});
+  expect_bad_input(dir, {in, out, "-t", "0"}, {"-t", "more than 0"}, {in});
+  expect_bad_input(dir, {in, out, "-t", "1:60"}, {"-t", "invalid time '1:60'"}, {in});
+  expect_bad_input(dir, {in, out, "--frames", "0"}, {"--frames", "at least 1"}, {in});
+  expect_bad_input(dir, {in, out, "--frames", "-3"}, {"--frames", "at least 1"}, {in});
+  expect_bad_input(dir, {in, out, "--frames", "2.5"}, {"--frames", "whole number"}, {in});
+  EXPECT_EQ(run_cli({in, out, "-ss", "abc"}).exit_code, 2);
+  expect_bad_input(dir, {in, out, "-c", "ffv1", "-ss", "5"}, {"no video frames in the requested span", "start 5 s"},
+                   {in});
+  EXPECT_EQ(run_cli({in, out, "-c", "ffv1", "-ss", "5"}).exit_code, 1);
+}
+
+// -ss (ffmpeg's spelling, and --ss), -t and --frames reach the pipeline: the
+// 30 fps clip's frames 3, 4, 5 are [0.1 s, 0.2 s); the output starts at 0.
+TEST_F(CliWithInput, TrimWithFfmpegNames) {
+  const std::string out = dir.file("out.mkv");
+  using Args = std::vector<std::string>;
+  for (const Args& span : {Args{"-ss", "0.1", "-t", "0.1"}, Args{"--ss", "0:00.1", "-t", "100ms"},
+                           Args{"-ss=0.1", "--frames", "3"}}) {
+    std::vector<std::string> args{in, out, "-y", "-c", "ffv1"};
+    args.insert(args.end(), span.begin(), span.end());
+    const CliResult r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_TRUE(contains(r.err, "done: 3 frames")) << r.describe();
+    MediaReader rd(out);
+    DecodedFrame f;
+    ASSERT_TRUE(rd.read(f));
+    EXPECT_NEAR(f.frame->pts * av_q2d(rd.video().time_base), 0.0, 0.0015);
+  }
+  const CliResult r = run_cli({in, out, "-y", "-c", "ffv1", "--frames", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(frames_in(out), 2u);
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"}));
+}
+
 // Truncated input: decode what is there, warn, exit 0, playable output.
 TEST(CliTruncated, WritesWhatDecodesAndWarns) {
   TempDir dir;

@@ -11,6 +11,7 @@ extern "C" {
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <system_error>
 #include <utility>
 
@@ -63,7 +64,29 @@ AVPixelFormat pick_cuda_format(AVCodecContext*, const AVPixelFormat* formats) {
   return AV_PIX_FMT_NONE;
 }
 
+// Span checks (see ReadSpan): a start beyond this many seconds (about 31,700
+// years) would overflow AV_TIME_BASE arithmetic.
+constexpr double kMaxSpanSeconds = 1e12;
+
+std::string seconds_text(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 }  // namespace
+
+void check_span(const ReadSpan& span) {
+  if (span.start_seconds && !(std::isfinite(*span.start_seconds) && *span.start_seconds >= 0 &&
+                              *span.start_seconds < kMaxSpanSeconds))
+    throw std::invalid_argument("the start time must be 0 or more seconds, got " + seconds_text(*span.start_seconds));
+  if (span.duration_seconds && !(std::isfinite(*span.duration_seconds) && *span.duration_seconds > 0 &&
+                                 *span.duration_seconds < kMaxSpanSeconds))
+    throw std::invalid_argument("the duration must be more than 0 seconds, got " +
+                                seconds_text(*span.duration_seconds));
+  if (span.max_frames && *span.max_frames < 1)
+    throw std::invalid_argument("the frame limit must be at least 1, got " + std::to_string(*span.max_frames));
+}
 
 struct MediaReader::Impl {
   std::string path;
@@ -85,6 +108,23 @@ struct MediaReader::Impl {
   std::atomic<bool> stop{false};
   std::atomic<int> warning_count{0};
 
+  // ReaderOptions::span, on the input's clock in AV_TIME_BASE units. While
+  // trimming, pending_passthrough holds the other streams' packets that lie in
+  // the span (as far as it is known) and are not handed out yet, unshifted.
+  bool trimming = false;
+  int64_t span_start = AV_NOPTS_VALUE;     // earlier frames and packets are dropped (NOPTS: no lower cut)
+  int64_t span_end = AV_NOPTS_VALUE;       // later ones (at or after it) too (NOPTS: open, or not known yet)
+  int64_t duration_end = AV_NOPTS_VALUE;   // the end a duration fixes (span_end may come earlier: max_frames)
+  int64_t shift = 0;                       // subtracted from every timestamp handed out
+  int64_t frames_kept = 0;
+  bool span_over = false;                  // the video reached the end of the span
+  int64_t origin = 0;                      // the input's start time
+  int64_t seek_target = AV_NOPTS_VALUE;    // where the last successful seek aimed (NOPTS: none)
+  int64_t seek_back = AV_TIME_BASE;        // how much further back the next retry aims
+  bool check_seek = false;                 // the next decoded frame shows whether the seek went far enough
+  bool await_keyframe = false;             // after a seek: video packets up to the first keyframe are skipped
+  std::vector<bool> passed_end;            // per input stream: a packet at or after span_end was seen
+
   void warn(const std::string& what) {
     const int n = ++warning_count;
     std::string line;
@@ -98,6 +138,16 @@ struct MediaReader::Impl {
   }
 
   void open();
+  void setup_span();
+  bool seek_to(int64_t target);
+  bool retry_seek();
+  int64_t packet_time(const AVPacket& p) const;
+  void admit(AVPacketPtr packet);
+  enum class Place { Keep, Drop, End, Reseek };
+  Place place(const AVFrame& f);
+  void shift_frame(AVFrame& f) const;
+  std::vector<AVPacketPtr> release(int64_t before, bool all);
+  void read_to_span_end();
   void note_packet_end(const AVPacket& p);
   void check_complete();
   void send_eof_to_decoder();
@@ -213,6 +263,174 @@ void MediaReader::Impl::open() {
     throw AVError("cannot decode the video of " + in_quotes(path) +
                       ": the decoder reports no pixel format (damaged or truncated header?)",
                   AVERROR_INVALIDDATA);
+  setup_span();
+}
+
+// ---- the span (ReadSpan): where it lies on the input's clock, and the seek.
+
+void MediaReader::Impl::setup_span() {
+  const ReadSpan& span = options.span;
+  check_span(span);
+  if (!span.active()) return;
+  trimming = true;
+  passed_end.assign(fmt->nb_streams, false);
+  origin = fmt->start_time != AV_NOPTS_VALUE ? fmt->start_time : 0;
+  const auto us = [](double s) { return static_cast<int64_t>(std::llround(s * AV_TIME_BASE)); };
+  if (span.start_seconds) {
+    span_start = origin + us(*span.start_seconds);
+    shift = span_start;
+  }
+  if (span.duration_seconds)
+    span_end = duration_end = (span_start != AV_NOPTS_VALUE ? span_start : origin) + us(*span.duration_seconds);
+  if (span_start != AV_NOPTS_VALUE && span_start > origin) seek_to(span_start);
+}
+
+// Seeks to the video keyframe at or before `target` (input clock). False when
+// the input cannot seek there (a pipe, some formats): reading then goes on
+// from where it is, and frames before the start are dropped all the same.
+bool MediaReader::Impl::seek_to(int64_t target) {
+  const AVRational tb = fmt->streams[video_index]->time_base;
+  if (av_seek_frame(fmt.get(), video_index, av_rescale_q(target, AV_TIME_BASE_Q, tb), AVSEEK_FLAG_BACKWARD) < 0)
+    return false;
+  avcodec_flush_buffers(dec.get());
+  pending_passthrough.clear();  // read again after the seek
+  demux_eof = decoder_eof = false;
+  seek_target = target;
+  check_seek = true;
+  // Some demuxers (MPEG-TS) land on any packet; decoding from one that is not
+  // a keyframe gives frames built on missing references. From before the
+  // input's start there is nothing to skip (and a stream whose container marks
+  // no keyframes at all still decodes from there, after the retries).
+  await_keyframe = target > origin;
+  return true;
+}
+
+// The first frame after a seek shows after the start (or none comes at all:
+// decoders drop pictures whose references were skipped): the place found (by
+// decode time with frames reordered, or by a search that is not keyframe
+// exact, as in MPEG-TS) lies past frames the span needs. Seeks further back,
+// doubling the step; past the input's start it aims a second before it, which
+// demuxers take as their beginning, and retries no more. False when it did not seek.
+bool MediaReader::Impl::retry_seek() {
+  if (!check_seek) return false;
+  check_seek = false;
+  if (seek_target == AV_NOPTS_VALUE || seek_target <= origin) return false;
+  int64_t target = seek_target - seek_back;
+  if (target <= origin) target = origin - AV_TIME_BASE;
+  seek_back *= 2;
+  return seek_to(target);
+}
+
+// A packet's time on the input clock: its pts, else its dts; NOPTS when it has neither.
+int64_t MediaReader::Impl::packet_time(const AVPacket& p) const {
+  const int64_t t = p.pts != AV_NOPTS_VALUE ? p.pts : p.dts;
+  if (t == AV_NOPTS_VALUE) return AV_NOPTS_VALUE;
+  return av_rescale_q(t, fmt->streams[p.stream_index]->time_base, AV_TIME_BASE_Q);
+}
+
+// Keeps another stream's packet when it lies in the span (as far as it is known).
+void MediaReader::Impl::admit(AVPacketPtr packet) {
+  const int64_t t = packet_time(*packet);
+  if (t != AV_NOPTS_VALUE) {
+    if (span_start != AV_NOPTS_VALUE && t < span_start) return;
+    if (span_end != AV_NOPTS_VALUE && t >= span_end) {
+      passed_end[packet->stream_index] = true;
+      return;
+    }
+  }
+  pending_passthrough.push_back(std::move(packet));
+}
+
+// Where a decoded video frame falls: before the span (dropped), in it, or at
+// its end. Reseek: the seek landed after the start and went back further.
+MediaReader::Impl::Place MediaReader::Impl::place(const AVFrame& f) {
+  // A frame without a timestamp cannot be placed; it goes with the frames before it.
+  if (f.pts == AV_NOPTS_VALUE) return frames_kept > 0 || span_start == AV_NOPTS_VALUE ? Place::Keep : Place::Drop;
+  const int64_t t = av_rescale_q(f.pts, fmt->streams[video_index]->time_base, AV_TIME_BASE_Q);
+  if (check_seek && t > span_start && retry_seek()) return Place::Reseek;
+  check_seek = false;
+  if (span_start != AV_NOPTS_VALUE && t < span_start) return Place::Drop;
+  if (span_end != AV_NOPTS_VALUE && t >= span_end) return Place::End;
+  if (options.span.max_frames && frames_kept >= *options.span.max_frames) {
+    span_end = t;  // the span ends where the first frame past the limit begins
+    return Place::End;
+  }
+  ++frames_kept;
+  return Place::Keep;
+}
+
+void MediaReader::Impl::shift_frame(AVFrame& f) const {
+  if (shift == 0) return;
+  const int64_t d = av_rescale_q(shift, AV_TIME_BASE_Q, fmt->streams[video_index]->time_base);
+  for (int64_t* ts : {&f.pts, &f.best_effort_timestamp, &f.pkt_dts})
+    if (*ts != AV_NOPTS_VALUE) *ts -= d;
+}
+
+// Hands out the pending packets timed before `before` (all of them with
+// `all`), shifted: for each stream the longest prefix in demux order, so no
+// stream's packets change order. Packets at or after a span end found since
+// they were admitted (max_frames) are dropped.
+std::vector<AVPacketPtr> MediaReader::Impl::release(int64_t before, bool all) {
+  std::vector<AVPacketPtr> out, held;
+  std::vector<bool> holding(fmt->nb_streams, false);
+  for (AVPacketPtr& p : pending_passthrough) {
+    const int idx = p->stream_index;
+    const int64_t t = packet_time(*p);
+    if (t != AV_NOPTS_VALUE && span_end != AV_NOPTS_VALUE && t >= span_end) {
+      passed_end[idx] = true;
+      continue;
+    }
+    if (!all && (holding[idx] || (t != AV_NOPTS_VALUE && t >= before))) {
+      holding[idx] = true;
+      held.push_back(std::move(p));
+      continue;
+    }
+    if (shift != 0) {
+      const int64_t d = av_rescale_q(shift, AV_TIME_BASE_Q, fmt->streams[idx]->time_base);
+      if (p->pts != AV_NOPTS_VALUE) p->pts -= d;
+      if (p->dts != AV_NOPTS_VALUE) p->dts -= d;
+    }
+    out.push_back(std::move(p));
+  }
+  pending_passthrough = std::move(held);
+  return out;
+}
+
+// The video has reached the span's end. Other streams' packets timed before
+// it may still follow in the file (interleaved after the video packets that
+// decoded the last frames): read on, without decoding, until every other
+// stream has shown a packet at or past the end, a packet lies a second past
+// it, or the input ends.
+void MediaReader::Impl::read_to_span_end() {
+  span_over = true;
+  if (span_end == AV_NOPTS_VALUE) return;
+  // Packets admitted before the end was known (max_frames) may lie past it.
+  std::erase_if(pending_passthrough, [&](const AVPacketPtr& p) {
+    const int64_t t = packet_time(*p);
+    if (t == AV_NOPTS_VALUE || t < span_end) return false;
+    passed_end[p->stream_index] = true;
+    return true;
+  });
+  auto all_passed = [&] {
+    for (unsigned i = 0; i < fmt->nb_streams; ++i)
+      if (static_cast<int>(i) != video_index && !passed_end[i]) return false;
+    return true;
+  };
+  while (!all_passed() && !stop.load(std::memory_order_relaxed)) {
+    if (av_read_frame(fmt.get(), packet.get()) < 0) break;  // the end, or damage: what was read stays
+    const int64_t t = packet_time(*packet);
+    if (t != AV_NOPTS_VALUE && t >= span_end + AV_TIME_BASE) {
+      av_packet_unref(packet.get());
+      break;
+    }
+    if (packet->stream_index == video_index) {
+      av_packet_unref(packet.get());
+      continue;
+    }
+    AVPacketPtr copy = make_packet();
+    av_packet_move_ref(copy.get(), packet.get());
+    admit(std::move(copy));
+  }
 }
 
 void MediaReader::Impl::note_packet_end(const AVPacket& p) {
@@ -254,7 +472,7 @@ void MediaReader::Impl::send_eof_to_decoder() {
 }
 
 bool MediaReader::Impl::read(DecodedFrame& out) {
-  while (!decoder_eof) {
+  while (!decoder_eof && !span_over) {
     if (stop.load(std::memory_order_relaxed)) return false;
 
     int rc = avcodec_receive_frame(dec.get(), frame.get());
@@ -268,6 +486,28 @@ bool MediaReader::Impl::read(DecodedFrame& out) {
         warn("frame at pts " + std::to_string(frame->best_effort_timestamp) + " was decoded with errors");
       clamp_colour_tags(*frame);
       frame->pts = frame->best_effort_timestamp;
+      if (trimming) {
+        const Place where = place(*frame);
+        if (where != Place::Keep) {
+          av_frame_unref(frame.get());
+          if (where == Place::End) {
+            read_to_span_end();
+            return false;
+          }
+          continue;  // Drop, Reseek
+        }
+        // The other streams' packets timed before this frame go with it; later
+        // ones wait, so none past an end found later (max_frames) goes out.
+        if (frame->pts != AV_NOPTS_VALUE)
+          out.passthrough =
+              release(av_rescale_q(frame->pts, fmt->streams[video_index]->time_base, AV_TIME_BASE_Q), false);
+        else
+          out.passthrough.clear();
+        shift_frame(*frame);
+        out.frame = std::move(frame);
+        frame = make_frame();
+        return true;
+      }
       out.frame = std::move(frame);
       out.passthrough = std::move(pending_passthrough);
       pending_passthrough.clear();
@@ -275,6 +515,7 @@ bool MediaReader::Impl::read(DecodedFrame& out) {
       return true;
     }
     if (rc == AVERROR_EOF) {
+      if (trimming && retry_seek()) continue;
       decoder_eof = true;
       break;
     }
@@ -291,6 +532,7 @@ bool MediaReader::Impl::read(DecodedFrame& out) {
     // EAGAIN: the decoder needs input.
     if (demux_eof) {
       // After NULL the decoder must end with AVERROR_EOF; never wait forever.
+      if (trimming && retry_seek()) continue;
       decoder_eof = true;
       break;
     }
@@ -315,8 +557,17 @@ bool MediaReader::Impl::read(DecodedFrame& out) {
     if (packet->stream_index != video_index) {
       AVPacketPtr copy = make_packet();
       av_packet_move_ref(copy.get(), packet.get());
-      pending_passthrough.push_back(std::move(copy));
+      if (trimming) admit(std::move(copy));
+      else pending_passthrough.push_back(std::move(copy));
       continue;
+    }
+
+    if (await_keyframe) {
+      if (!(packet->flags & AV_PKT_FLAG_KEY)) {
+        av_packet_unref(packet.get());
+        continue;
+      }
+      await_keyframe = false;
     }
 
     rc = avcodec_send_packet(dec.get(), packet.get());
@@ -348,9 +599,15 @@ int MediaReader::video_stream_index() const noexcept { return impl_->video_index
 bool MediaReader::read(DecodedFrame& out) { return impl_->read(out); }
 
 std::vector<AVPacketPtr> MediaReader::take_remaining_passthrough() {
+  if (impl_->trimming) return impl_->release(0, true);
   std::vector<AVPacketPtr> rest = std::move(impl_->pending_passthrough);
   impl_->pending_passthrough.clear();
   return rest;
+}
+
+int64_t MediaReader::timestamp_shift() const noexcept { return impl_->shift; }
+int64_t MediaReader::span_end() const noexcept {
+  return impl_->duration_end == AV_NOPTS_VALUE ? AV_NOPTS_VALUE : impl_->duration_end - impl_->shift;
 }
 
 void MediaReader::request_stop() noexcept { impl_->stop.store(true); }

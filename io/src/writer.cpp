@@ -431,13 +431,25 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
   av_dict_set(&oc->metadata, "encoder", nullptr, 0);
 
   // Chapters, rescaled to the output video's time base (timestamps are kept,
-  // so the chapters still mark the same pictures).
+  // so the chapters still mark the same pictures). A trimmed input (ReadSpan)
+  // moves them by its timestamp shift, as ffmpeg does: those wholly before the
+  // span or after its end are left out, the others clipped to it.
   if (in->nb_chapters > 0) {
     if (holds_chapters(ofmt)) {
+      const int64_t shift = input.timestamp_shift(), span_end = input.span_end();
       for (unsigned i = 0; i < in->nb_chapters; ++i) {
         const AVChapter* c = in->chapters[i];
-        add_chapter(*oc, c->id, enc_tb, av_rescale_q_rnd(c->start, c->time_base, enc_tb, AV_ROUND_NEAR_INF),
-                    av_rescale_q_rnd(c->end, c->time_base, enc_tb, AV_ROUND_NEAR_INF), "");
+        const int64_t d = av_rescale_q(shift, AV_TIME_BASE_Q, c->time_base);
+        int64_t start = c->start - d, end = c->end - d;
+        if (shift != 0 || span_end != AV_NOPTS_VALUE) {
+          const int64_t last =
+              span_end == AV_NOPTS_VALUE ? INT64_MAX : av_rescale_q(span_end, AV_TIME_BASE_Q, c->time_base);
+          if (end <= 0 || start >= last) continue;
+          start = std::max<int64_t>(start, 0);
+          end = std::min(end, last);
+        }
+        add_chapter(*oc, c->id, enc_tb, av_rescale_q_rnd(start, c->time_base, enc_tb, AV_ROUND_NEAR_INF),
+                    av_rescale_q_rnd(end, c->time_base, enc_tb, AV_ROUND_NEAR_INF), "");
         av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0);  // title, language, ...
       }
     } else {

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "streamblur/io/reader.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 
 namespace streamblur {
@@ -93,6 +94,7 @@ std::vector<BatchResult> run_batch(const BatchOptions& options) {
   // ---- Validation: everything that can be known before a file is touched.
   const std::vector<BatchJob>& jobs = options.jobs;
   if (jobs.empty()) throw std::invalid_argument("batch: no input files");
+  io::check_span(io::ReadSpan{options.base.start_seconds, options.base.duration_seconds, options.base.max_frames});
   if (options.jobs_per_device < 1)
     throw std::invalid_argument("batch: jobs per device must be at least 1 (got " +
                                 std::to_string(options.jobs_per_device) + ")");

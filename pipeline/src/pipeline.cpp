@@ -2,8 +2,10 @@
 
 #include <tbb/flow_graph.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -20,6 +22,7 @@
 extern "C" {
 #include <libavformat/avformat.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/parseutils.h>
 }
 
 #include "streamblur/io/av_error.hpp"
@@ -61,6 +64,15 @@ HwDecode parse_hwdec(const std::string& text) {
   if (text == "nvdec" || text == "cuda") return HwDecode::Nvdec;
   if (text == "none" || text == "cpu") return HwDecode::None;
   throw std::invalid_argument("hwdec must be 'auto', 'nvdec' or 'none', got '" + text + "'");
+}
+
+double parse_time(const std::string& text) {
+  int64_t us = 0;
+  const std::string shape = " (use seconds such as 12.5, or [HH:]MM:SS[.m] such as 1:02.5)";
+  if (text.empty() || av_parse_time(&us, text.c_str(), 1) < 0)
+    throw std::invalid_argument("invalid time '" + text + "'" + shape);
+  if (us < 0) throw std::invalid_argument("invalid time '" + text + "': it must not be negative");
+  return static_cast<double>(us) / AV_TIME_BASE;
 }
 
 std::string default_encoder_for(const std::string& output_path) {
@@ -229,6 +241,8 @@ class Pipeline {
   bool cuda_may_be_needed() const;
   io::AVBufferRefPtr nvdec_device(const AVCodecParameters& par, const AVCodec& decoder);
   void open_input();
+  void estimate_total();
+  std::runtime_error empty_span_error() const;
   void choose_backend();
   void make_slots();
   void prepare_output();
@@ -280,6 +294,8 @@ class Pipeline {
   std::atomic<std::size_t> surface_pool_bytes_{0};
   int64_t frames_out_ = 0;
   int64_t seq_counter_ = 0;
+  io::ReadSpan span_;             // start_seconds, duration_seconds, max_frames
+  int64_t total_estimate_ = 0;    // frames the run will write (0: unknown)
   // PipelineOptions::realtime: the first frame's pts and when it was read.
   int64_t re_first_pts_ = AV_NOPTS_VALUE;
   Clock::time_point re_origin_;
@@ -349,6 +365,7 @@ void Pipeline::open_input() {
   io::ReaderOptions ropt;
   ropt.decoder_threads = opt_.decoder_threads;
   ropt.warn = [this](const std::string& line) { note_(line); };
+  ropt.span = span_;
   if (opt_.hwdec == HwDecode::Nvdec && opt_.backend == BackendChoice::Cpu)
     throw std::invalid_argument("--hwdec nvdec needs the cuda backend (frames stay in device memory)");
   // NVDEC only where CUDA is started at all (the cpu backend, or nothing to
@@ -364,6 +381,42 @@ void Pipeline::open_input() {
     if (opt_.hwdec == HwDecode::Nvdec) throw std::runtime_error("--hwdec nvdec: " + vinfo_->hw_note);
     note_("decode: cpu (" + vinfo_->hw_note + ")");
   }
+}
+
+// The frames this run will write, for progress: the input's estimate, cut
+// to the span.
+void Pipeline::estimate_total() {
+  total_estimate_ = vinfo_->frame_count_estimate;
+  if (!span_.active() || total_estimate_ <= 0) return;
+  const double rate = av_q2d(vinfo_->frame_rate);
+  double seconds = vinfo_->duration_seconds;
+  if (span_.start_seconds) seconds -= *span_.start_seconds;
+  if (span_.duration_seconds) seconds = std::min(seconds, *span_.duration_seconds);
+  if (rate > 0 && vinfo_->duration_seconds > 0)
+    total_estimate_ = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(seconds * rate - 1e-6)), 0, total_estimate_);
+  if (span_.max_frames) total_estimate_ = std::min(total_estimate_, *span_.max_frames);
+}
+
+// A span that holds no video frame: what was asked for, and how long the video is.
+std::runtime_error Pipeline::empty_span_error() const {
+  auto secs = [](double s) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g s", s);
+    return std::string(buf);
+  };
+  std::string asked;
+  if (span_.start_seconds) asked = "start " + secs(*span_.start_seconds);
+  if (span_.duration_seconds)
+    asked += (asked.empty() ? "" : ", ") + std::string("duration ") + secs(*span_.duration_seconds);
+  std::string why;
+  if (vinfo_->duration_seconds > 0) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "; the input lasts %.3f s", vinfo_->duration_seconds);
+    why = buf;
+    if (span_.start_seconds && *span_.start_seconds >= vinfo_->duration_seconds) why += ", the start is past its end";
+  }
+  return std::runtime_error("no video frames in the requested span (" + asked + ") of '" + opt_.input + "'" + why +
+                            "; no output written");
 }
 
 void Pipeline::choose_backend() {
@@ -766,7 +819,7 @@ void Pipeline::emit_progress(bool final) {
   if (!opt_.progress) return;
   Progress p;
   p.frames = frames_out_;
-  p.total_estimate = vinfo_->frame_count_estimate;
+  p.total_estimate = total_estimate_;
   p.elapsed_s = seconds(Clock::now() - t_start_);
   p.fps = p.elapsed_s > 0 ? frames_out_ / p.elapsed_s : 0;
   p.media_time_s = last_media_time_;
@@ -781,13 +834,16 @@ RunStats Pipeline::run() {
     throw std::invalid_argument("a frame sink and an output file cannot be used together");
   t_start_ = last_progress_ = Clock::now();
 
-  // Filters first: a bad --vf fails before any file is touched.
+  // Filters and span first: a bad --vf or time fails before any file is touched.
+  span_ = io::ReadSpan{opt_.start_seconds, opt_.duration_seconds, opt_.max_frames};
+  io::check_span(span_);
   chain_spec_ = parse_filter_chain(opt_.filters);
   null_sink_ = opt_.output.empty();
   check_paths();
   // The CUDA context starts on its own thread while the input and decoder open.
   if (cuda_may_be_needed()) cuda_startup_ = std::async(std::launch::async, start_cuda, opt_.device).share();
   open_input();
+  estimate_total();
   choose_backend();
   stats_.decoder = vinfo_->hw_decode ? "nvdec" : "cpu";
   make_slots();
@@ -847,6 +903,7 @@ RunStats Pipeline::run() {
   if (frames_out_ == 0) {
     // Stopped (Ctrl-C) before the first frame: say so rather than blame the input.
     if (opt_.stop && opt_.stop->load()) throw std::runtime_error("stopped before any frame was done; no output written");
+    if (span_.start_seconds || span_.duration_seconds) throw empty_span_error();
     throw std::runtime_error("no video frames could be decoded from '" + opt_.input + "'");
   }
   const auto t_finish = Clock::now();

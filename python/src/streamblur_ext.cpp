@@ -14,6 +14,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -596,10 +597,14 @@ class PyCallback {
 
 nb::dict process_video(const std::string& src, const std::string& dst, const std::string& vf, const std::string& codec,
                        int crf, const std::string& preset, const std::string& backend, const std::string& hwdec,
-                       int device, bool overwrite, int inflight, nb::object progress) {
+                       int device, bool overwrite, int inflight, nb::object progress, std::optional<double> start,
+                       std::optional<double> duration, std::optional<int64_t> frames) {
   PipelineOptions o = base_options(vf, backend, hwdec, device, inflight);
   o.input = src;
   o.output = dst;
+  o.start_seconds = start;  // checked by run_pipeline (std::invalid_argument: ValueError)
+  o.duration_seconds = duration;
+  o.max_frames = frames;
   o.encoder.codec = codec.empty() ? default_encoder_for(dst) : codec;
   o.encoder.crf = crf;
   o.encoder.preset = preset;
@@ -1097,7 +1102,10 @@ NB_MODULE(_streamblur, m) {
   m.def("is_managed_pointer", &is_managed_pointer, "ptr"_a);
   m.def("memory_kind", &memory_kind, "array"_a, "'host', 'cuda' or 'managed' (checks the array like the blurs do).");
   m.def("process_video", &process_video, "src"_a, "dst"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a, "backend"_a,
-        "hwdec"_a, "device"_a, "overwrite"_a, "inflight"_a, "progress"_a.none());
+        "hwdec"_a, "device"_a, "overwrite"_a, "inflight"_a, "progress"_a.none(), "start"_a.none(),
+        "duration"_a.none(), "frames"_a.none());
+  m.def("parse_time", &parse_time, "text"_a,
+        "Seconds from ffmpeg's time syntax (12.5, 1500ms, [HH:]MM:SS[.m]); ValueError otherwise.");
   m.def("process_videos", &process_videos, "inputs"_a, "outputs"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a,
         "backend"_a, "hwdec"_a, "jobs_per_device"_a, "devices"_a, "inflight"_a, "overwrite"_a, "progress"_a.none());
   m.def("parse_device_list", &parse_device_list, "text"_a, "[] for 'all', else the listed device indices.");

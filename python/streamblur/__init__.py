@@ -405,10 +405,23 @@ def _check_input_exists(src: str, what: str) -> None:
         raise FileNotFoundError(f"{what}: input '{src}' does not exist")
 
 
+def _time_seconds(x: Any, name: str) -> Optional[float]:
+    """None, a number of seconds, or a str in ffmpeg's time syntax ('12.5', '1:02.5')."""
+    if x is None:
+        return None
+    if isinstance(x, str):
+        try:
+            return _ext.parse_time(x)
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
+    return _number(x, name)
+
+
 def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional[str] = None, *,
                   crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
                   hwdec: str = "auto", device: int = 0, overwrite: bool = False, inflight: int = 4,
-                  progress: Optional[Callable[[dict], Any]] = None) -> dict:
+                  progress: Optional[Callable[[dict], Any]] = None, start: Any = None, duration: Any = None,
+                  frames: Optional[int] = None) -> dict:
     """Runs the streaming pipeline: decode ``src``, apply filter chain ``vf``, encode ``dst``.
 
     codec: FFmpeg encoder name; None picks the container's image encoder for
@@ -421,6 +434,12 @@ def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional
     overwrite: False (the default, as the CLI without -y) refuses an existing
     ``dst`` with RuntimeError before anything runs; True replaces it, only once
     the new output is complete.
+    start, duration, frames: trimming, as the CLI's -ss, -t and --frames
+    (README "Trimming"): start and duration in seconds (a number, or a str in
+    ffmpeg's syntax such as '1:02.5'); with ``start`` the output's timestamps
+    begin near 0. Copied streams are cut to the same span. A span holding no
+    frame raises RuntimeError and writes nothing; start < 0, duration <= 0 or
+    frames < 1 raise ValueError.
     progress: called (from a pipeline thread, with the GIL) about four times a
     second and once at the end with a dict: frames, total_estimate, elapsed_s,
     fps, media_time_s, duration_s, final. An exception it raises stops the run
@@ -434,9 +453,12 @@ def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional
     vf = _check_video_args(vf, backend, hwdec, inflight, progress)
     device = _check_device_index(device)
     _check_input_exists(src, "process_video")
+    start = _time_seconds(start, "start")
+    duration = _time_seconds(duration, "duration")
+    frames = None if frames is None else _integer(frames, "frames")
     return _ext.process_video(
         src, dst, vf, codec or "", -1 if crf is None else int(crf), preset or "", backend, hwdec, device,
-        bool(overwrite), int(inflight), progress,
+        bool(overwrite), int(inflight), progress, start, duration, frames,
     )
 
 

@@ -155,3 +155,36 @@ def test_overwrite_default_agrees_with_the_cli(clip, tmp_path):
     # overwrite=True replaces it with a complete output.
     stats = streamblur.process_video(clip, out, codec="ffv1", overwrite=True)
     assert stats["frames"] == 12 and out.read_bytes() != b"keep"
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_process_video_trims_like_the_cli(tmp_path, backend, request):
+    # start/duration/frames are the CLI's -ss/-t/--frames: the frames of
+    # [start, start + duration), shifted to begin at 0, and the audio packets
+    # of the same span, shifted alike.
+    if backend == "cuda":
+        request.getfixturevalue("gpu")
+    src = tmp_path / "in.mkv"
+    support.write_test_clip(src, width=64, height=48, frames=30, codec="ffv1", fps=10, audio_codec="pcm_s16le")
+    fin, ain = _decode(src)
+    out = tmp_path / "out.mkv"
+    stats = streamblur.process_video(src, out, vf="boxblur=1", codec="ffv1", backend=backend, start="0:01",
+                                     duration=1.5)
+    fout, aout = _decode(out)
+    assert stats["frames"] == len(fout) == 15  # 10 fps: 1.0, 1.1, ... 2.4
+    assert [f[1] for f in fout] == pytest.approx([round(0.1 * k, 1) for k in range(15)], abs=1e-3)
+    kept = [a for a in ain if 1.0 <= a[1] < 2.5]
+    assert kept and [a[0] for a in aout] == [a[0] for a in kept]
+    assert [a[1] for a in aout] == pytest.approx([a[1] - 1.0 for a in kept], abs=1e-3)
+
+    out2 = tmp_path / "out2.mkv"
+    assert streamblur.process_video(src, out2, vf="", codec="ffv1", backend=backend, frames=4)["frames"] == 4
+    fout2, aout2 = _decode(out2)
+    assert [f[1] for f in fout2] == pytest.approx([f[1] for f in fin[:4]], abs=1e-3)  # no start: times kept
+    assert aout2 and max(a[1] for a in aout2) < fin[4][1]
+
+    for bad, err in ((dict(start=-1), ValueError), (dict(start="abc"), ValueError), (dict(duration=0), ValueError),
+                     (dict(frames=0), ValueError), (dict(frames=1.5), TypeError), (dict(start=99), RuntimeError)):
+        with pytest.raises(err):
+            streamblur.process_video(src, tmp_path / "bad.mkv", codec="ffv1", backend=backend, **bad)
+        assert not (tmp_path / "bad.mkv").exists()

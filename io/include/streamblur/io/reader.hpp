@@ -2,8 +2,10 @@
 // Demux + decode of the best video stream of any input FFmpeg opens. Packets of
 // every other stream are kept, in file order, for stream copy.
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,34 @@ struct DecodedFrame {
 // throw to fail the open.
 using HwDeviceProvider = std::function<AVBufferRefPtr(const AVCodecParameters& stream, const AVCodec& decoder)>;
 
+// A part of the input, as ffmpeg's input-side -ss and -t and its -frames:v.
+// Times are seconds from the input's start time (AVFormatContext::start_time,
+// as ffmpeg counts -ss). Unset fields do not limit; with no field set the
+// reader behaves as if there were no span.
+//  - start: seek (av_seek_frame, AVSEEK_FLAG_BACKWARD, on the video stream) to
+//    the keyframe at or before the start, decode forward and drop video frames
+//    whose pts is before it; packets of other streams with a pts before it are
+//    dropped too. When set, every timestamp handed out (frames and packets, in
+//    each stream's time base) is shifted back by the start position, so the
+//    output begins near 0 as ffmpeg's does.
+//  - duration: video frames and other streams' packets with a pts at or after
+//    start + duration are dropped (the span is [start, start + duration)).
+//  - max_frames: after that many video frames read() returns false; the span
+//    then ends where the next frame would have begun (its pts), or at the end
+//    of the input when there is none.
+// Other streams are cut at packet level (stream copy): a packet is kept when
+// its pts (its dts when it has no pts) lies in the span; one with neither is kept.
+struct ReadSpan {
+  std::optional<double> start_seconds;     // >= 0
+  std::optional<double> duration_seconds;  // > 0
+  std::optional<int64_t> max_frames;       // >= 1
+  bool active() const { return start_seconds || duration_seconds || max_frames; }
+};
+
+// Throws std::invalid_argument for a start that is negative (or not a
+// number), a duration that is not more than 0, or max_frames < 1.
+void check_span(const ReadSpan& span);
+
 struct ReaderOptions {
   int decoder_threads = 0;  // 0 = FFmpeg's automatic choice (frame + slice threads)
   HwDeviceProvider hw_device;  // empty: CPU decoding
@@ -47,6 +77,9 @@ struct ReaderOptions {
   AVIOContext* custom_io = nullptr;
   // Where warnings about damaged input go (one line each, "warning: ..."); empty: stderr.
   std::function<void(const std::string&)> warn;
+  // Only this part of the input is read (see ReadSpan); the constructor
+  // throws what check_span throws.
+  ReadSpan span;
 };
 
 class MediaReader {
@@ -68,7 +101,16 @@ class MediaReader {
   bool read(DecodedFrame& out);
 
   // Packets of other streams read after the last video frame (call after read() returned false).
+  // With a span: only those in the span, shifted like the rest.
   std::vector<AVPacketPtr> take_remaining_passthrough();
+
+  // With ReadSpan::start_seconds: the shift subtracted from every timestamp
+  // handed out, in AV_TIME_BASE units (the input's start time plus the start);
+  // 0 otherwise. The writer moves chapters by it.
+  int64_t timestamp_shift() const noexcept;
+  // The span's end on the shifted clock (AV_TIME_BASE units) when a duration
+  // fixes it, AV_NOPTS_VALUE otherwise.
+  int64_t span_end() const noexcept;
 
   // Makes read() return false from the next call on (Ctrl-C); thread-safe.
   void request_stop() noexcept;

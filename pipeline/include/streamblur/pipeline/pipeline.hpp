@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "streamblur/io/writer.hpp"
@@ -117,6 +118,20 @@ struct PipelineOptions {
   // exception it throws stops the run and is rethrown by run_pipeline.
   std::function<void(const FrameView&)> frame_sink;
   SinkMemory sink_memory = SinkMemory::Device;  // where frame_sink's planes live on the CUDA backend
+  // Trimming, as ffmpeg's input-side -ss and -t and its -frames:v (README
+  // "Trimming"; io::ReadSpan has the exact rule). start_seconds counts from the
+  // input's start time: the reader seeks to the keyframe at or before it,
+  // decodes forward and drops the video frames before it; when it is set,
+  // every output timestamp (video, copied streams, chapters, FrameView::pts)
+  // is shifted back by it, so the output begins near 0. duration_seconds ends
+  // the span at start + duration; max_frames stops after that many frames. The
+  // copied streams keep the packets whose pts lies in the same span. A span
+  // with no video frame in it is an error ("no video frames in the requested
+  // span ..."), and nothing is written. Bad values (start < 0, duration <= 0,
+  // max_frames < 1) throw std::invalid_argument before anything is opened.
+  std::optional<double> start_seconds;
+  std::optional<double> duration_seconds;
+  std::optional<int64_t> max_frames;
   // For tests only: called with the frame's decode index (0, 1, 2, ...) at the
   // end of the parallel finish stage (unlimited concurrency), before frames are
   // put back in order, so a test can delay some frames and make them complete
@@ -127,6 +142,12 @@ struct PipelineOptions {
 // Parses "auto", "nvdec" (also "cuda"), "none" (also "cpu"); throws
 // std::invalid_argument naming the value otherwise.
 HwDecode parse_hwdec(const std::string& text);
+
+// Parses a time as ffmpeg does (av_parse_time, a duration): seconds with an
+// optional fraction and unit ("12", "12.5", "1500ms", "250us"), or
+// [HH:]MM:SS[.m...] ("1:30", "01:02:03.5"). Negative times are refused.
+// Returns seconds; throws std::invalid_argument naming the text otherwise.
+double parse_time(const std::string& text);
 
 // The encoder used when none is named: the container's own for image outputs
 // (png, ...), libx264 otherwise.
