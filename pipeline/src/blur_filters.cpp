@@ -119,6 +119,14 @@ class BlurFilterBase : public Filter {
     }
   }
   bool touches(int plane) const override { return touched_[plane]; }
+  std::optional<FilterReach> reach(int plane) const override {
+    FilterReach r = reach_[plane];
+    if (fields_) {  // a field line is every other plane line, and a crop must start on a top-field line
+      r.y *= 2;
+      r.grid_y *= 2;
+    }
+    return r;
+  }
 
  protected:
   virtual void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) = 0;
@@ -131,6 +139,7 @@ class BlurFilterBase : public Filter {
   bool fields_;
   Backend backend_ = Backend::Cpu;
   std::array<bool, 4> touched_{};
+  std::array<FilterReach, 4> reach_{};  // set by make_plane: the kernel radius (or cell grid) per plane
 };
 
 // Dispatches a plane (or field) to Derived::run<T> by its sample size, so a
@@ -173,6 +182,7 @@ class GaussianFilter final : public TypedFilter<GaussianFilter> {
   void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int) override {
     const double sx = std::max(kMinSigma, sigma_ / (1 << lw)), sy = std::max(kMinSigma, sigma_v_ / (1 << lh));
     const int rx = scale_radius(radius_, lw), ry = scale_radius(radius_, lh);
+    reach_[p] = {gaussian_radius(sx, rx), gaussian_radius(sy, ry)};
     if (backend_ == Backend::Cuda) {
       gpu_[p] = std::make_unique<cuda::GaussianBlur>(sx, sy, rx, ry);
       gpu_[p]->reserve(pl.width, pl.height, pl.channels);
@@ -207,6 +217,7 @@ class BoxFilter final : public TypedFilter<BoxFilter> {
  private:
   void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int) override {
     const int rx = scale_radius(radius_, lw), ry = scale_radius(radius_, lh);
+    reach_[p] = {rx, ry};
     if (backend_ == Backend::Cuda) {
       gpu_[p] = std::make_unique<cuda::BoxBlur>(rx, ry);
       gpu_[p]->reserve(pl.width, pl.height, pl.channels);
@@ -264,6 +275,7 @@ class UnsharpFilter final : public TypedFilter<UnsharpFilter> {
     u.sigma_y = std::max(kMinSigma, sigma_v_ / (1 << lh));
     u.amount = amount_;
     u.threshold = threshold_ * (bytes == 2 ? 257.0 : 1.0);
+    reach_[p] = {gaussian_radius(u.sigma_x, u.radius_x), gaussian_radius(u.sigma_y, u.radius_y)};
     if (backend_ == Backend::Cuda) {
       gpu_[p] = std::make_unique<cuda::Unsharp>(u);
       gpu_[p]->reserve(pl.width, pl.height, pl.channels);
@@ -307,6 +319,7 @@ class PixelateFilter final : public TypedFilter<PixelateFilter> {
   void make_plane(int p, int lw, int lh, const PlaneLayout&, int) override {
     bx_[p] = std::max(1, static_cast<int>(std::lround(block_ / double(1 << lw))));
     by_[p] = std::max(1, static_cast<int>(std::lround(block_y_ / double(1 << lh))));
+    reach_[p] = {0, 0, bx_[p], by_[p]};  // whole cells: a crop starts and ends on the grid
   }
   int block_, block_y_;
   std::array<int, 4> bx_{}, by_{};
