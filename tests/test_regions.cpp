@@ -153,12 +153,14 @@ void write_file(const std::string& path, const std::string& text) {
 // records the sizes it was applied to. With it the output is the mask.
 class PaintFilter final : public Filter {
  public:
-  PaintFilter(int value, std::optional<FilterReach> reach, std::vector<std::pair<int, int>>* sizes = nullptr)
-      : value_(value), reach_(reach), sizes_(sizes) {}
+  PaintFilter(int value, std::optional<FilterReach> reach, std::vector<std::pair<int, int>>* sizes = nullptr,
+              std::vector<const void*>* starts = nullptr)
+      : value_(value), reach_(reach), sizes_(sizes), starts_(starts) {}
   void configure(const FrameLayout& l, Backend) override { layout_ = l; }
   bool touches(int p) const override { return p < layout_.num_planes; }
   void apply(int, const AnyPlane& d, cudaStream_t) override {
     if (sizes_) sizes_->push_back({d.width, d.height});
+    if (starts_) starts_->push_back(d.data);
     for (int y = 0; y < d.height; ++y)
       for (int s = 0; s < d.width * d.channels; ++s) {
         unsigned char* row = static_cast<unsigned char*>(d.data) + y * d.pitch;
@@ -173,12 +175,15 @@ class PaintFilter final : public Filter {
   int value_;
   std::optional<FilterReach> reach_;
   std::vector<std::pair<int, int>>* sizes_;
+  std::vector<const void*>* starts_;
   FrameLayout layout_;
 };
 
 // A zero frame painted with 200 through the region options `opts` ("box=...:feather=4").
 HostFrame mask_frame(AVPixelFormat fmt, int w, int h, const std::string& opts, FrameContext ctx = {},
-                     std::vector<std::pair<int, int>>* sizes = nullptr, std::optional<FilterReach> reach = FilterReach{}) {
+                     std::vector<std::pair<int, int>>* sizes = nullptr, std::optional<FilterReach> reach = FilterReach{},
+                     std::vector<const void*>* starts = nullptr, const uint8_t** base = nullptr,
+                     std::ptrdiff_t* pitch = nullptr) {
   HostFrame f(fmt, w, h, 1);
   for (int p = 0; p < f.layout.num_planes; ++p)
     for (int y = 0; y < f.layout.planes[p].height; ++y)
@@ -186,11 +191,13 @@ HostFrame mask_frame(AVPixelFormat fmt, int w, int h, const std::string& opts, F
   std::string rest = opts;
   auto spec = take_region_options("paint", rest);
   EXPECT_TRUE(spec && rest.empty()) << opts;
-  auto filter = make_region_filter(std::make_unique<PaintFilter>(200, reach, sizes), spec);
+  auto filter = make_region_filter(std::make_unique<PaintFilter>(200, reach, sizes, starts), spec);
   filter->configure(f.layout, Backend::Cpu);
   filter->begin_frame(ctx);
   auto planes = f.planes();
   for (int p = 0; p < f.layout.num_planes; ++p) filter->apply(p, planes[p], nullptr);
+  if (base) *base = f.bytes[0].data();
+  if (pitch) *pitch = f.pitch[0];
   return f;
 }
 
@@ -282,6 +289,9 @@ TEST(RegionsFile, EachBadFileSaysFileAndLine) {
   const std::string missing = dir.file("nosuch.jsonl");
   EXPECT_ONE_LINE_CONTAINS(error_of([&] { parse_filter_chain("boxblur=regions=" + missing); }), "cannot read",
                            missing.c_str(), "No such file");
+  // A folder is not a regions file.
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { parse_filter_chain("boxblur=regions=" + dir.path().string()); }),
+                           "not a regular file");
   // A box entirely outside the frame: known at configure.
   const std::string outside = dir.file("outside.jsonl");
   write_file(outside, "{\"frame\": 0, \"boxes\": [[0, 0, 8, 8]]}\n{\"frame\": 3, \"boxes\": [[0, 0, 8, 8], [10, 50, 4, 4]]}\n");
@@ -510,8 +520,16 @@ TEST(RegionMaskShape, ChromaUsesTheMaskScaledBySubsampling) {
 TEST(RegionMaskShape, OnlyTheCropAroundTheBoxesIsFiltered) {
   std::vector<std::pair<int, int>> sizes;
   // 1000x400 gray, box 500,200 10x10, reach 3: crop x from floor((500-1-3)/64)*64 = 448 to 576, rows 195..214.
-  mask_frame(AV_PIX_FMT_GRAY8, 1000, 400, "box=500:200:10:10", {}, &sizes, FilterReach{3, 3, 1, 1});
+  std::vector<const void*> starts;
+  const uint8_t* base = nullptr;
+  std::ptrdiff_t pitch = 0;
+  const HostFrame kept = mask_frame(AV_PIX_FMT_GRAY8, 1000, 400, "box=500:200:10:10", {}, &sizes,
+                                    FilterReach{3, 3, 1, 1}, &starts, &base, &pitch);
   ASSERT_EQ(sizes.size(), 1u);
+  ASSERT_EQ(starts.size(), 1u);
+  // The crop starts on a multiple of 64 pixels (SIMD lanes and CUDA vector loads as on the whole plane).
+  const std::ptrdiff_t offset = static_cast<const uint8_t*>(starts[0]) - base;  // the frame moved out, its rows did not
+  EXPECT_EQ(offset % pitch % 64, 0) << "crop starts at x=" << offset % pitch;
   EXPECT_LE(sizes[0].first, 192);
   EXPECT_GE(sizes[0].first, 10 + 2 * 3);
   EXPECT_LE(sizes[0].second, 24);

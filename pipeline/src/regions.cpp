@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -147,6 +148,9 @@ std::vector<LabeledBox> between(const std::vector<LabeledBox>& A, const std::vec
 RegionTrack RegionTrack::load(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail("cannot read regions file '" + shown(path, 200) + "': " + std::strerror(errno));
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))  // a device or a folder would be read without end, or not at all
+    fail("regions file '" + shown(path, 200) + "' is not a regular file");
   return parse(in, path);
 }
 
