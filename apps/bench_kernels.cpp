@@ -56,7 +56,8 @@ struct Buffers {
 // rotation over the buffers between two events and divides by its length.
 double median_us(const std::function<void(int)>& op, cudaStream_t stream, int samples) {
   CudaEvent a(cudaEventDefault), b(cudaEventDefault);
-  for (int i = 0; i < kRotation * 2; ++i) op(i % kRotation);  // warm-up
+  const int warm_up = samples <= 3 ? 2 : kRotation * 2;  // slow operations (NPP at large radii): a short warm-up
+  for (int i = 0; i < warm_up; ++i) op(i % kRotation);
   std::vector<double> t;
   for (int s = 0; s < samples; ++s) {
     a.record(stream);
@@ -77,15 +78,34 @@ double median_us(const std::function<void(int)>& op, cudaStream_t stream, int sa
 template <class T, class Blur>
 std::array<double, 5> time_paths(Blur& blur, int w, int h, const std::function<void(int)>& op, cudaStream_t stream,
                                  int samples) {
-  std::array<double, 5> t{};
-  const cuda::BlurPath paths[] = {cuda::BlurPath::Fused, cuda::BlurPath::TwoPass, cuda::BlurPath::Register,
-                                  cuda::BlurPath::Sliding, cuda::BlurPath::Auto};
-  for (int i = 0; i < 5; ++i) {
-    blur.set_path(paths[i]);
-    const bool runs = paths[i] == cuda::BlurPath::Auto || blur.path_taken(w, h, 1, sizeof(T)) == paths[i];
-    t[(i + 1) % 5] = runs ? median_us(op, stream, samples) : 0.0;
+  std::array<double, 5> t{};  // {auto, fused, two-pass, register, sliding}
+  const cuda::BlurPath forced[] = {cuda::BlurPath::Fused, cuda::BlurPath::TwoPass, cuda::BlurPath::Register,
+                                   cuda::BlurPath::Sliding};
+  blur.set_path(cuda::BlurPath::Auto);
+  const cuda::BlurPath auto_path = blur.path_taken(w, h, 1, sizeof(T));
+  t[0] = median_us(op, stream, samples);
+  for (int i = 0; i < 4; ++i) {
+    blur.set_path(forced[i]);
+    const cuda::BlurPath taken = blur.path_taken(w, h, 1, sizeof(T));
+    if (taken != forced[i]) continue;            // falls back to another path: 0
+    if (taken == auto_path) t[i + 1] = t[0];     // the same kernels as Auto's, timed once
+    else t[i + 1] = median_us(op, stream, samples);
   }
-  return t;  // {auto, fused, two-pass, register, sliding}
+  blur.set_path(cuda::BlurPath::Auto);
+  return t;
+}
+
+// NPP's cost grows with the window (a 4K box of radius 120 takes 0.24 s), so
+// operations slower than 2 ms are timed over 3 rotations instead of `samples`.
+double median_us_adaptive(const std::function<void(int)>& op, cudaStream_t stream, int samples) {
+  CudaEvent a(cudaEventDefault), b(cudaEventDefault);
+  a.record(stream);
+  op(0);
+  b.record(stream);
+  b.synchronize();
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
+  return median_us(op, stream, ms > 2.0f ? 3 : samples);
 }
 
 template <class T>
@@ -172,7 +192,7 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
     r.copy_us = copy_us;
     CUDA_CHECK(cudaMemcpyAsync(reference_out.get(), buf.dst[0].get(), reference_out.size(), cudaMemcpyDeviceToDevice, st));
     if (npp) {
-      r.npp_us = median_us(npp, st, opt.samples);
+      r.npp_us = median_us_adaptive(npp, st, opt.samples);
       CUDA_CHECK(cudaStreamSynchronize(st));
       r.npp_max_diff = max_abs_diff<T>(reference_out, buf.dst[0], buf);
     }
@@ -208,7 +228,7 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
     const auto us = time_paths<T>(blur, w, h, [&](int i) { blur.apply<T>(buf.in(i), buf.out(i), st); }, st, opt.samples);
     std::function<void(int)> npp;
 #ifdef STREAMBLUR_HAVE_NPP
-    if (r <= 120) {  // NPP's box grows with the radius too
+    if (r <= 60) {  // NPP's box grows with the radius too (0.24 s at r = 120 on a 4K plane)
       const NppStreamContext ctx = npp_context(st);
       npp = [&buf, ctx, r](int i) {
         npp_check(npp_box(buf.src[i].template as<const NppT<T>>(), static_cast<int>(buf.pitch), {buf.width, buf.height},

@@ -145,6 +145,14 @@ class BlurFilterBase : public Filter {
     }
   }
   bool touches(int plane) const override { return touched_[plane]; }
+  std::optional<FilterReach> reach(int plane) const override {
+    FilterReach r = reach_[plane];
+    if (fields_) {  // a field line is every other plane line, and a crop must start on a top-field line
+      r.y *= 2;
+      r.grid_y *= 2;
+    }
+    return r;
+  }
 
  protected:
   virtual void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) = 0;
@@ -157,6 +165,7 @@ class BlurFilterBase : public Filter {
   bool fields_;
   Backend backend_ = Backend::Cpu;
   std::array<bool, 4> touched_{};
+  std::array<FilterReach, 4> reach_{};  // set by make_plane: the kernel radius (or cell grid) per plane
 };
 
 // Dispatches a plane (or field) to Derived::run<T> by its sample size, so a
@@ -219,7 +228,8 @@ void run_gpu(cuda::Unsharp& op, Plane<T> plane, cudaStream_t stream) {
 // backend, dispatches each plane by backend and sample size, and counts their
 // device memory. A filter gives only its plane set-up,
 // `plane_params(lw, lh, bytes)`: the constructor arguments (a tuple) of both
-// operations for a plane with chroma subsampling lw, lh and `bytes` per sample.
+// operations for a plane with chroma subsampling lw, lh and `bytes` per sample,
+// and `plane_reach(params)`: how far the operation reads around a sample.
 template <class Derived, class CpuOp, class GpuOp>
 class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp>> {
   using Base = TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp>>;
@@ -236,7 +246,9 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
 
  private:
   void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) final {
-    const auto params = static_cast<const Derived&>(*this).plane_params(lw, lh, bytes);
+    const auto& self = static_cast<const Derived&>(*this);
+    const auto params = self.plane_params(lw, lh, bytes);
+    this->reach_[p] = self.plane_reach(params);  // for region limits: how far the operation reads
     if (this->backend_ == Backend::Cuda) {
       gpu_[p] = std::apply([](const auto&... a) { return std::make_unique<GpuOp>(a...); }, params);
       gpu_[p]->reserve(pl.width, pl.height, pl.channels);
@@ -267,6 +279,9 @@ class GaussianFilter final : public SeparableFilter<GaussianFilter, cpu::Gaussia
     return {std::max(kMinSigma, sigma_ / (1 << lw)), std::max(kMinSigma, sigma_v_ / (1 << lh)),
             scale_radius(radius_, lw), scale_radius(radius_, lh)};
   }
+  static FilterReach plane_reach(const std::tuple<double, double, int, int>& t) {
+    return {gaussian_radius(std::get<0>(t), std::get<2>(t)), gaussian_radius(std::get<1>(t), std::get<3>(t))};
+  }
 
  private:
   double sigma_, sigma_v_;
@@ -282,6 +297,7 @@ class BoxFilter final : public SeparableFilter<BoxFilter, cpu::BoxBlur, cuda::Bo
   std::tuple<int, int> plane_params(int lw, int lh, int) const {
     return {scale_radius(radius_, lw), scale_radius(radius_, lh)};
   }
+  static FilterReach plane_reach(const std::tuple<int, int>& t) { return {std::get<0>(t), std::get<1>(t)}; }
 
  private:
   int radius_;
@@ -315,6 +331,10 @@ class UnsharpFilter final : public SeparableFilter<UnsharpFilter, cpu::Unsharp, 
     u.threshold = threshold_ * (bytes == 2 ? 257.0 : 1.0);
     return {u};
   }
+  static FilterReach plane_reach(const std::tuple<UnsharpParams>& t) {
+    const UnsharpParams& u = std::get<0>(t);
+    return {gaussian_radius(u.sigma_x, u.radius_x), gaussian_radius(u.sigma_y, u.radius_y)};
+  }
 
  private:
   double sigma_, sigma_v_, amount_, threshold_;
@@ -346,6 +366,7 @@ class PixelateFilter final : public TypedFilter<PixelateFilter> {
   void make_plane(int p, int lw, int lh, const PlaneLayout&, int) override {
     bx_[p] = std::max(1, static_cast<int>(std::lround(block_ / double(1 << lw))));
     by_[p] = std::max(1, static_cast<int>(std::lround(block_y_ / double(1 << lh))));
+    reach_[p] = {0, 0, bx_[p], by_[p]};  // whole cells: a crop starts and ends on the grid
   }
   int block_, block_y_;
   std::array<int, 4> bx_{}, by_{};

@@ -1,5 +1,6 @@
 // Filter registry, option parsing and the chain.
 #include "streamblur/pipeline/filter.hpp"
+#include "streamblur/pipeline/regions.hpp"
 
 #include "streamblur/kernels/cpu_blur.hpp"
 #include "streamblur/kernels/cuda_blur.hpp"
@@ -155,6 +156,7 @@ std::string filter_help(const std::string& name) {
     if (o.type == OptionType::Planes) s << " (default all)\n";
     else s << " (default " << format_number(o.default_value) << ", range " << format_number(o.min) << " to " << format_number(o.max) << ")\n";
   }
+  s << region_options_help();
   return s.str();
 }
 
@@ -168,12 +170,14 @@ std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec) {
     const std::string name = trim(item.substr(0, eq));
     const FilterInfo* info = find_filter(name);
     if (!info) fail("unknown filter " + quoted(name) + " (see --list-filters)");
-    FilterInstanceSpec inst{info, {}};
+    FilterInstanceSpec inst{info, {}, nullptr};
     for (const OptionSpec& o : info->options) inst.values[o.name] = o.default_value;
-    if (eq != std::string::npos) {
+    std::string options = eq == std::string::npos ? "" : item.substr(eq + 1);
+    inst.regions = take_region_options(info->name, options);  // regions=, box=, ... (regions.cpp)
+    if (eq != std::string::npos && !(inst.regions && options.empty())) {
       size_t position = 0;
       bool named_seen = false;
-      for (const std::string& kv_raw : split(item.substr(eq + 1), ':')) {
+      for (const std::string& kv_raw : split(options, ':')) {
         const std::string kv = trim(kv_raw);
         const size_t e = kv.find('=');
         const OptionSpec* opt = nullptr;
@@ -201,7 +205,8 @@ std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec) {
 }
 
 FilterChain::FilterChain(const std::vector<FilterInstanceSpec>& specs) {
-  for (const FilterInstanceSpec& s : specs) filters_.push_back(s.info->create(s.values));
+  for (const FilterInstanceSpec& s : specs)
+    filters_.push_back(s.regions ? make_region_filter(s.info->create(s.values), s.regions) : s.info->create(s.values));
 }
 
 void FilterChain::configure(const FrameLayout& layout, Backend backend) {
@@ -210,7 +215,9 @@ void FilterChain::configure(const FrameLayout& layout, Backend backend) {
   for (auto& f : filters_) f->configure(layout, backend);
 }
 
-void FilterChain::apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream) {
+void FilterChain::apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream,
+                        const FrameContext& frame) {
+  for (auto& f : filters_) f->begin_frame(frame);
   std::array<bool, 4> touched{};
   for (auto& f : filters_)
     for (int p = 0; p < num_planes; ++p) touched[p] = touched[p] || f->touches(p);

@@ -254,6 +254,7 @@ class Pipeline {
   // stages
   DecodedPtr decode(tbb::flow_control& fc);
   double pace(int64_t pts);
+  FrameContext frame_context(const FrameSlot& s) const;
   FrameSlot* stage_in(const DecodedPtr& d, FrameSlot* s);
   void stage_in_surface(FrameSlot* s, const AVFrame& surface);
   void filter_on_cpu(FrameSlot* s, io::AVFramePtr frame);
@@ -604,12 +605,21 @@ double Pipeline::pace(int64_t pts) {
   return seconds(Clock::now() - now);
 }
 
+// What time-dependent filters (regions=FILE) see of the slot's frame: its
+// index in output order and its pts in seconds.
+FrameContext Pipeline::frame_context(const FrameSlot& s) const {
+  FrameContext c;
+  c.index = s.seq;
+  if (s.frame && s.frame->pts != AV_NOPTS_VALUE) c.pts_seconds = s.frame->pts * av_q2d(vinfo_->time_base);
+  return c;
+}
+
 void Pipeline::filter_on_cpu(FrameSlot* s, io::AVFramePtr frame) {
   const auto t0 = Clock::now();
   s->frame = std::move(frame);
   if (!chain_spec_.empty()) {
     AV_CHECK_CTX(av_frame_make_writable(s->frame.get()), "cannot make a decoded frame writable");
-    s->chain.apply(frame_planes(*s->frame, layout_), layout_.num_planes, nullptr);
+    s->chain.apply(frame_planes(*s->frame, layout_), layout_.num_planes, nullptr, frame_context(*s));
   }
   timers_.filter_busy.add(seconds(Clock::now() - t0));
 }
@@ -693,7 +703,7 @@ FrameSlot* Pipeline::stage_in(const DecodedPtr& d, FrameSlot* s) {
   for (int p = 0; p < layout_.num_planes; ++p)
     dev[p] = AnyPlane{s->device.as<uint8_t>() + s->offset[p], layout_.planes[p].width, layout_.planes[p].height,
                       static_cast<std::ptrdiff_t>(s->pitch[p]), layout_.planes[p].channels, layout_.bytes_per_sample};
-  if (!chain_spec_.empty()) s->chain.apply(dev, layout_.num_planes, st);
+  if (!chain_spec_.empty()) s->chain.apply(dev, layout_.num_planes, st, frame_context(*s));
   s->ev_filtered->record(st);
   if (!sink_on_device_) {
     CUDA_CHECK(cudaMemcpyAsync(s->host.get(), s->device.get(), s->bytes, cudaMemcpyDeviceToHost, st));

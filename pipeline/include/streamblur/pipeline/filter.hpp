@@ -4,9 +4,12 @@
 // then applied plane by plane, in place, on the stream passed in.
 #include <cuda_runtime_api.h>
 
+#include <cmath>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -28,6 +31,23 @@ struct AnyPlane {
   int bytes_per_sample = 1;
 };
 
+// The frame being filtered, for filters that change over time (regions=FILE).
+struct FrameContext {
+  double pts_seconds = std::nan("");  // presentation time; NaN when unknown
+  int64_t index = -1;                 // 0, 1, 2, ... in output order; -1 when unknown
+};
+
+// How far a filter reads around a sample and the grid its output is tied to,
+// per plane, in that plane's pixels: run on a crop whose origin is a multiple
+// of the grid and whose far edges are grid multiples (or the plane's edges),
+// it gives what it gives on the whole plane for every pixel at least (x, y)
+// from the crop's edges inside the plane. Region limits (regions.hpp) use it
+// to filter only around the boxes.
+struct FilterReach {
+  int x = 0, y = 0;
+  int grid_x = 1, grid_y = 1;
+};
+
 class Filter {
  public:
   virtual ~Filter() = default;
@@ -40,6 +60,10 @@ class Filter {
   virtual std::string describe() const = 0;
   // Device memory the filter holds (weights, scratch) after configure().
   virtual std::size_t device_bytes() const { return 0; }
+  // Called before the planes of each frame are applied.
+  virtual void begin_frame(const FrameContext&) {}
+  // See FilterReach (configure() first); nullopt: only the whole plane is right.
+  virtual std::optional<FilterReach> reach(int /*plane*/) const { return std::nullopt; }
 };
 
 // ---- options table
@@ -158,9 +182,12 @@ std::string filter_help(const std::string& name);
 // `--list-filters` text.
 std::string filter_list();
 
+struct RegionSpec;  // regions.hpp
+
 struct FilterInstanceSpec {
   const FilterInfo* info = nullptr;
   OptionValues values;
+  std::shared_ptr<const RegionSpec> regions;  // regions=/box=...: the filter limited to boxes; null: everywhere
 };
 
 // Parses "gblur=sigma=2:planes=y,boxblur=radius=3" (also positional values
@@ -176,7 +203,8 @@ class FilterChain {
   void configure(const FrameLayout& layout, Backend backend);
   bool empty() const { return filters_.empty(); }
   // planes: one per layout plane, same memory space as the backend.
-  void apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream);
+  void apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream,
+             const FrameContext& frame = {});
   std::string describe() const;
   std::size_t device_bytes() const;
 

@@ -1,0 +1,130 @@
+#pragma once
+// Region limits for any filter of a chain, for anonymising (blur or pixelate
+// the faces and plates a detector found):
+//
+//   gblur=sigma=12:regions=faces.jsonl:margin=0.1:feather=8:shape=ellipse
+//   pixelate=block=16:box=320:400:120:40
+//
+// The options below are common to every filter; the chain parser takes them
+// off (take_region_options) before the filter's own option table sees the
+// rest, and the chain wraps the filter in a region filter
+// (make_region_filter). Per sample:
+//   out = in + alpha * (filtered - in), rounded half up,
+// alpha from the boxes (streamblur/kernels/regions.hpp): 0 outside (the input
+// bit for bit), 1 inside (the filtered frame exactly), a linear ramp over
+// `feather` pixels outside each box.
+//
+//   regions=FILE   JSON Lines keyframes, one object a line:
+//                    {"frame": 37, "boxes": [[x, y, w, h], [x, y, w, h, "label"], ...]}
+//                    {"pts": 1.234, "boxes": [...]}
+//                  in luma pixels; "frame" is the index in output order
+//                  from 0, "pts" the presentation time in seconds (a frame
+//                  within 0.1 ms of a keyframe's pts is on it). The first
+//                  keyframe decides which key the file uses ("frame" when it
+//                  has both); keys must increase strictly.
+//   box=x:y:w:h    one static rectangle on every frame (repeatable)
+//   margin=F       each side moves out by F x the box's width (left, right)
+//                  or height (top, bottom); 0 by default
+//   feather=PX     soft edge outside each box, in luma pixels; 0 by default
+//   shape=rect|ellipse   the box or the ellipse inscribed in it
+//   interpolate=1  between two keyframes the boxes move linearly (default);
+//                  0 holds each keyframe's boxes until the next one
+//
+// Interpolation matches a box of one keyframe with one of the next: boxes with
+// a label by label, boxes without by their order among the unlabelled ones. A
+// box with no partner (a face found in only one of the two keyframes) stays
+// where it was seen over the whole span between them: the filter errs on
+// covering. Frames before the first keyframe and after the last get no boxes
+// from the file (end a file with a keyframe on the last frame, with its boxes
+// or an empty list); box= rectangles apply to every frame.
+//
+// Work: on each plane the filter runs only on the boxes' bounding rectangle
+// grown by the filter's reach (Filter::reach) and aligned to its grid (and to
+// 64 pixels, so SIMD and vector loads keep their alignment); filters that
+// give no reach run on the whole plane.
+#include <cstddef>
+#include <istream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "streamblur/kernels/regions.hpp"
+#include "streamblur/pipeline/filter.hpp"
+
+namespace streamblur {
+
+// A box in luma pixels, as written in a regions file or a box= option.
+struct LabeledBox {
+  double x = 0, y = 0, w = 0, h = 0;
+  std::string label;  // "" when none
+  int line = 0;       // of the regions file (0: box=)
+};
+
+// A regions file, parsed and checked.
+class RegionTrack {
+ public:
+  enum class Key { Frame, Pts };
+  struct Keyframe {
+    double at = 0;  // frame index or pts seconds
+    int line = 0;
+    std::vector<LabeledBox> boxes;
+  };
+  // A frame within this of a keyframe's pts is on that keyframe.
+  static constexpr double kPtsTolerance = 1e-4;
+
+  // Throws std::invalid_argument, one line naming the file and the line
+  // number: unreadable file, malformed JSON, no "boxes", a bad box, a
+  // negative size, neither "pts" nor "frame", keys not increasing, no keyframes.
+  static RegionTrack load(const std::string& path);
+  static RegionTrack parse(std::istream& in, const std::string& name);
+
+  Key key() const { return key_; }
+  const std::vector<Keyframe>& keyframes() const { return keyframes_; }
+  const std::string& name() const { return name_; }
+  // The boxes at `frame` (see the top of this file); none when the frame's
+  // key (index or pts) is unknown.
+  std::vector<LabeledBox> boxes_at(const FrameContext& frame, bool interpolate) const;
+  // The most boxes boxes_at can return.
+  std::size_t max_boxes() const;
+  // Throws std::invalid_argument when a box lies entirely outside a width x height frame.
+  void check_inside(int width, int height) const;
+
+ private:
+  std::string name_;
+  Key key_ = Key::Frame;
+  std::vector<Keyframe> keyframes_;
+};
+
+enum class RegionShape { Rect, Ellipse };
+
+// The region options of one filter of the chain.
+struct RegionSpec {
+  std::shared_ptr<const RegionTrack> track;  // regions=FILE; null when none
+  std::string file;                          // as given
+  std::vector<LabeledBox> boxes;             // box=x:y:w:h, on every frame
+  double margin = 0;
+  double feather = 0;
+  RegionShape shape = RegionShape::Rect;
+  bool interpolate = true;
+
+  // The mask boxes at `frame`: the file's and the static ones, margin applied; empty boxes left out.
+  std::vector<RegionBox> boxes_at(const FrameContext& frame) const;
+  std::size_t max_boxes() const;
+  // Throws std::invalid_argument when a box (file or box=) lies entirely outside the frame.
+  void check_frame(int width, int height) const;
+  std::string describe() const;
+};
+
+// Takes regions=, box=, margin=, feather=, shape= and interpolate= out of a
+// filter's option text ("sigma=12:regions=f.jsonl" -> "sigma=12") and returns
+// them, or null (options untouched) when there are none. Reads and checks the
+// regions file now. Throws std::invalid_argument with one clear line.
+std::shared_ptr<const RegionSpec> take_region_options(const std::string& filter, std::string& options);
+
+// `inner` limited to the regions.
+std::unique_ptr<Filter> make_region_filter(std::unique_ptr<Filter> inner, std::shared_ptr<const RegionSpec> spec);
+
+// The region options' part of --help-filter.
+std::string region_options_help();
+
+}  // namespace streamblur

@@ -1,0 +1,579 @@
+// Region limits for any filter (see regions.hpp): the regions file, the
+// option peeling for the chain parser, and the filter wrapper that runs the
+// inner filter on a crop around the boxes and blends it back by the mask.
+#include "streamblur/pipeline/regions.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/kernels/cuda_raii.hpp"
+
+namespace streamblur {
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
+
+std::string number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// User text in a message: printable ASCII kept, the rest escaped, long text cut.
+std::string shown(const std::string& text, std::size_t max = 60) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < max; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > max) out += "...";
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out(1);
+  for (char c : s) {
+    if (c == sep) out.emplace_back();
+    else out.back() += c;
+  }
+  return out;
+}
+
+std::string box_text(const LabeledBox& b) {
+  std::ostringstream s;
+  s << "[" << b.x << ", " << b.y << ", " << b.w << ", " << b.h;
+  if (!b.label.empty()) s << ", \"" << shown(b.label, 30) << "\"";
+  s << "]";
+  return s.str();
+}
+
+// ---- the regions file
+
+class FileError {
+ public:
+  FileError(const std::string& name, int line) : prefix_("regions file '" + shown(name, 200) + "' line " + std::to_string(line) + ": ") {}
+  [[noreturn]] void operator()(const std::string& msg) const { fail(prefix_ + msg); }
+
+ private:
+  std::string prefix_;
+};
+
+LabeledBox parse_box(const nlohmann::json& j, std::size_t index, int line, const FileError& error) {
+  const std::string which = "box " + std::to_string(index + 1);
+  if (!j.is_array() || j.size() < 4 || j.size() > 5)
+    error(which + " must be [x, y, w, h] or [x, y, w, h, \"label\"], got " + shown(j.dump(), 60));
+  LabeledBox b;
+  b.line = line;
+  double* fields[4] = {&b.x, &b.y, &b.w, &b.h};
+  for (int i = 0; i < 4; ++i) {
+    if (!j[i].is_number()) error(which + ": x, y, w and h must be numbers, got " + shown(j.dump(), 60));
+    *fields[i] = j[i].get<double>();
+    if (!std::isfinite(*fields[i])) error(which + ": x, y, w and h must be finite numbers");
+  }
+  if (j.size() == 5) {
+    if (!j[4].is_string()) error(which + ": the fifth value (the label) must be a string, got " + shown(j[4].dump(), 40));
+    b.label = j[4].get<std::string>();
+  }
+  if (b.w < 0 || b.h < 0) error(which + " has a negative size (w=" + number(b.w) + ", h=" + number(b.h) + ")");
+  return b;
+}
+
+LabeledBox lerp(const LabeledBox& a, const LabeledBox& b, double u) {
+  LabeledBox r = a;
+  r.x = a.x + u * (b.x - a.x);
+  r.y = a.y + u * (b.y - a.y);
+  r.w = a.w + u * (b.w - a.w);
+  r.h = a.h + u * (b.h - a.h);
+  return r;
+}
+
+// The boxes a fraction u of the way from keyframe A to keyframe B: labelled
+// boxes paired by label, unlabelled ones by order; unpaired boxes stay put.
+std::vector<LabeledBox> between(const std::vector<LabeledBox>& A, const std::vector<LabeledBox>& B, double u) {
+  std::vector<LabeledBox> out;
+  std::vector<bool> used(B.size(), false);
+  std::vector<std::size_t> unlabelled_b;
+  for (std::size_t j = 0; j < B.size(); ++j)
+    if (B[j].label.empty()) unlabelled_b.push_back(j);
+  std::size_t next_unlabelled = 0;
+  for (const LabeledBox& a : A) {
+    std::optional<std::size_t> partner;
+    if (!a.label.empty()) {
+      for (std::size_t j = 0; j < B.size(); ++j)
+        if (B[j].label == a.label) partner = j;
+    } else if (next_unlabelled < unlabelled_b.size()) {
+      partner = unlabelled_b[next_unlabelled++];
+    }
+    if (partner) {
+      used[*partner] = true;
+      out.push_back(lerp(a, B[*partner], u));
+    } else {
+      out.push_back(a);
+    }
+  }
+  for (std::size_t j = 0; j < B.size(); ++j)
+    if (!used[j]) out.push_back(B[j]);
+  return out;
+}
+
+}  // namespace
+
+RegionTrack RegionTrack::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail("cannot read regions file '" + shown(path, 200) + "': " + std::strerror(errno));
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))  // a device or a folder would be read without end, or not at all
+    fail("regions file '" + shown(path, 200) + "' is not a regular file");
+  return parse(in, path);
+}
+
+RegionTrack RegionTrack::parse(std::istream& in, const std::string& name) {
+  RegionTrack t;
+  t.name_ = name;
+  std::string text;
+  int line = 0;
+  while (std::getline(in, text)) {
+    ++line;
+    const FileError error(name, line);
+    if (trim(text).empty()) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      std::string what = e.what();
+      const std::size_t at = what.find("] ");
+      if (what.rfind("[json.exception", 0) == 0 && at != std::string::npos) what = what.substr(at + 2);
+      error("malformed JSON: " + shown(what, 160));
+    }
+    if (!j.is_object()) error("expected a JSON object such as {\"frame\": 0, \"boxes\": [[x, y, w, h]]}");
+    const bool has_frame = j.contains("frame"), has_pts = j.contains("pts");
+    if (!has_frame && !has_pts) error("needs \"frame\" (index from 0) or \"pts\" (seconds)");
+    if (t.keyframes_.empty()) t.key_ = has_frame ? Key::Frame : Key::Pts;
+    const char* key = t.key_ == Key::Frame ? "frame" : "pts";
+    if (!j.contains(key))
+      error(std::string("has no \"") + key + "\"; the file's keyframes are keyed by \"" + key + "\" (from line " +
+            std::to_string(t.keyframes_.front().line) + ")");
+    const nlohmann::json& k = j[key];
+    Keyframe f;
+    f.line = line;
+    if (t.key_ == Key::Frame) {
+      if (!k.is_number_integer() || k.get<int64_t>() < 0)
+        error("\"frame\" must be a whole number from 0, got " + shown(k.dump(), 40));
+      f.at = static_cast<double>(k.get<int64_t>());
+    } else {
+      if (!k.is_number() || !std::isfinite(k.get<double>()))
+        error("\"pts\" must be a number of seconds, got " + shown(k.dump(), 40));
+      f.at = k.get<double>();
+    }
+    if (!t.keyframes_.empty() && !(f.at > t.keyframes_.back().at))
+      error(std::string(key) + " " + number(f.at) + " is not after " + key + " " + number(t.keyframes_.back().at) +
+            " (line " + std::to_string(t.keyframes_.back().line) + "); keyframes must be in increasing order");
+    if (!j.contains("boxes")) error("no \"boxes\" (a list of [x, y, w, h] or [x, y, w, h, \"label\"])");
+    const nlohmann::json& boxes = j["boxes"];
+    if (!boxes.is_array()) error("\"boxes\" must be a list, got " + shown(boxes.dump(), 40));
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+      LabeledBox b = parse_box(boxes[i], i, line, error);
+      if (!b.label.empty())
+        for (const LabeledBox& o : f.boxes)
+          if (o.label == b.label) error("label \"" + shown(b.label, 40) + "\" appears twice");
+      f.boxes.push_back(std::move(b));
+    }
+    t.keyframes_.push_back(std::move(f));
+  }
+  if (in.bad()) fail("cannot read regions file '" + shown(name, 200) + "'");
+  if (t.keyframes_.empty()) fail("regions file '" + shown(name, 200) + "' holds no keyframes");
+  return t;
+}
+
+std::vector<LabeledBox> RegionTrack::boxes_at(const FrameContext& frame, bool interpolate) const {
+  double t = 0, eps = 0;
+  if (key_ == Key::Frame) {
+    if (frame.index < 0) return {};
+    t = static_cast<double>(frame.index);
+  } else {
+    if (!std::isfinite(frame.pts_seconds)) return {};
+    t = frame.pts_seconds;
+    eps = kPtsTolerance;
+  }
+  // The first keyframe after t; the one before it is the span's start.
+  const auto next = std::upper_bound(keyframes_.begin(), keyframes_.end(), t + eps,
+                                     [](double v, const Keyframe& k) { return v < k.at; });
+  if (next == keyframes_.begin()) return {};  // before the first keyframe
+  const Keyframe& k = *std::prev(next);
+  if (t - k.at <= eps) return k.boxes;        // on a keyframe
+  if (next == keyframes_.end()) return {};    // after the last keyframe
+  if (!interpolate) return k.boxes;
+  return between(k.boxes, next->boxes, (t - k.at) / (next->at - k.at));
+}
+
+std::size_t RegionTrack::max_boxes() const {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < keyframes_.size(); ++i) {
+    const std::size_t span = keyframes_[i].boxes.size() + (i + 1 < keyframes_.size() ? keyframes_[i + 1].boxes.size() : 0);
+    n = std::max(n, span);
+  }
+  return n;
+}
+
+namespace {
+bool outside(const LabeledBox& b, int width, int height) {
+  return b.x >= width || b.y >= height || b.x + b.w <= 0 || b.y + b.h <= 0;
+}
+}  // namespace
+
+void RegionTrack::check_inside(int width, int height) const {
+  for (const Keyframe& k : keyframes_)
+    for (std::size_t i = 0; i < k.boxes.size(); ++i)
+      if (outside(k.boxes[i], width, height))
+        FileError(name_, k.line)("box " + std::to_string(i + 1) + " " + box_text(k.boxes[i]) +
+                                 " lies entirely outside the " + std::to_string(width) + "x" + std::to_string(height) +
+                                 " frame");
+}
+
+// ---- RegionSpec
+
+std::vector<RegionBox> RegionSpec::boxes_at(const FrameContext& frame) const {
+  std::vector<LabeledBox> all = track ? track->boxes_at(frame, interpolate) : std::vector<LabeledBox>{};
+  all.insert(all.end(), boxes.begin(), boxes.end());
+  std::vector<RegionBox> out;
+  out.reserve(all.size());
+  for (const LabeledBox& b : all) {
+    if (!(b.w > 0) || !(b.h > 0)) continue;
+    const double mx = margin * b.w, my = margin * b.h;
+    out.push_back(RegionBox{static_cast<float>(b.x - mx), static_cast<float>(b.y - my),
+                            static_cast<float>(b.x + b.w + mx), static_cast<float>(b.y + b.h + my)});
+  }
+  return out;
+}
+
+std::size_t RegionSpec::max_boxes() const { return (track ? track->max_boxes() : 0) + boxes.size(); }
+
+void RegionSpec::check_frame(int width, int height) const {
+  if (track) track->check_inside(width, height);
+  for (const LabeledBox& b : boxes)
+    if (outside(b, width, height))
+      fail("box=" + number(b.x) + ":" + number(b.y) + ":" + number(b.w) + ":" + number(b.h) +
+           " lies entirely outside the " + std::to_string(width) + "x" + std::to_string(height) + " frame");
+}
+
+std::string RegionSpec::describe() const {
+  std::ostringstream s;
+  s << "[";
+  const char* sep = "";
+  if (track) {
+    s << "regions=" << file << "(" << track->keyframes().size() << " keyframes)";
+    sep = ",";
+  }
+  for (const LabeledBox& b : boxes) {
+    s << sep << "box=" << b.x << ":" << b.y << ":" << b.w << ":" << b.h;
+    sep = ",";
+  }
+  s << ",margin=" << margin << ",feather=" << feather << ",shape=" << (shape == RegionShape::Ellipse ? "ellipse" : "rect")
+    << ",interpolate=" << (interpolate ? 1 : 0) << "]";
+  return s.str();
+}
+
+// ---- option peeling
+
+std::string region_options_help() {
+  return "Region options (any filter; limit it to boxes, e.g. to anonymise faces):\n"
+         "  regions <file>  JSON Lines keyframes {\"frame\": N, \"boxes\": [[x, y, w, h, \"label\"?], ...]} or "
+         "{\"pts\": SECONDS, ...}, luma pixels\n"
+         "  box <x:y:w:h>  one static rectangle on every frame (repeatable)\n"
+         "  margin <float>  grow each side by this fraction of the box's width/height (default 0, range 0 to 10)\n"
+         "  feather <float>  soft edge outside each box, luma pixels (default 0, range 0 to 10000)\n"
+         "  shape <rect|ellipse>  the box or the ellipse inscribed in it (default rect)\n"
+         "  interpolate <bool>  move boxes linearly between keyframes; 0 holds each keyframe's boxes (default 1)\n";
+}
+
+std::shared_ptr<const RegionSpec> take_region_options(const std::string& filter, std::string& options) {
+  static const char* const kNames[] = {"regions", "box", "margin", "feather", "shape", "interpolate"};
+  const std::vector<std::string> tokens = split(options, ':');
+  std::vector<std::string> rest;
+  auto spec = std::make_shared<RegionSpec>();
+  bool any = false, modifiers = false;
+  std::string modifier_seen;
+  auto bad = [&](const std::string& msg) { fail(filter + ": " + msg); };
+  auto parse_number = [&](const std::string& opt, const std::string& text, double lo, double hi) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end == text.c_str() || *end != '\0' || !std::isfinite(v))
+      bad("option '" + opt + "' needs a number, got '" + shown(text, 40) + "'");
+    if (v < lo || v > hi)
+      bad("option '" + opt + "' value '" + shown(text, 40) + "' is out of range [" + number(lo) + ", " + number(hi) + "]");
+    return v;
+  };
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const std::string kv = trim(tokens[i]);
+    const std::size_t eq = kv.find('=');
+    const std::string key = eq == std::string::npos ? "" : trim(kv.substr(0, eq));
+    if (std::find(std::begin(kNames), std::end(kNames), key) == std::end(kNames)) {
+      rest.push_back(tokens[i]);
+      continue;
+    }
+    any = true;
+    const std::string value = trim(kv.substr(eq + 1));
+    if (key == "regions") {
+      if (spec->track) bad("regions= given twice");
+      if (value.empty()) bad("regions= needs a file name");
+      spec->file = value;
+      spec->track = std::make_shared<const RegionTrack>(RegionTrack::load(value));
+    } else if (key == "box") {
+      // box=x:y:w:h: the ':' separating options also separates the four values.
+      if (i + 3 >= tokens.size()) bad("box needs x:y:w:h (four numbers), got 'box=" + shown(value, 40) + "'");
+      LabeledBox b;
+      b.x = parse_number("box", value, -1e9, 1e9);
+      b.y = parse_number("box", trim(tokens[i + 1]), -1e9, 1e9);
+      b.w = parse_number("box", trim(tokens[i + 2]), -1e9, 1e9);
+      b.h = parse_number("box", trim(tokens[i + 3]), -1e9, 1e9);
+      i += 3;
+      if (b.w < 0 || b.h < 0) bad("box has a negative size (w=" + number(b.w) + ", h=" + number(b.h) + ")");
+      spec->boxes.push_back(b);
+    } else {
+      modifiers = true;
+      if (modifier_seen.empty()) modifier_seen = key;
+      if (key == "margin") {
+        spec->margin = parse_number(key, value, 0, 10);
+      } else if (key == "feather") {
+        spec->feather = parse_number(key, value, 0, 10000);
+      } else if (key == "shape") {
+        if (value == "rect") spec->shape = RegionShape::Rect;
+        else if (value == "ellipse") spec->shape = RegionShape::Ellipse;
+        else bad("option 'shape' must be rect or ellipse, got '" + shown(value, 40) + "'");
+      } else {  // interpolate
+        if (value == "true" || value == "1") spec->interpolate = true;
+        else if (value == "false" || value == "0") spec->interpolate = false;
+        else bad("option 'interpolate' must be 0 or 1, got '" + shown(value, 40) + "'");
+      }
+    }
+  }
+  if (!any) return nullptr;
+  if (modifiers && !spec->track && spec->boxes.empty())
+    bad("option '" + modifier_seen + "' needs regions=FILE or box=x:y:w:h");
+  std::string joined;
+  for (std::size_t i = 0; i < rest.size(); ++i) joined += (i ? ":" : "") + rest[i];
+  options = joined;
+  return spec;
+}
+
+// ---- the filter wrapper
+
+namespace {
+
+template <class T>
+Plane<T> typed(const AnyPlane& p) {
+  return Plane<T>(static_cast<T*>(p.data), p.width, p.height, p.pitch, p.channels);
+}
+
+// A rectangle of plane pixels [x0, x1) x [y0, y1).
+struct Crop {
+  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  bool empty() const { return x1 <= x0 || y1 <= y0; }
+  int width() const { return x1 - x0; }
+  int height() const { return y1 - y0; }
+};
+
+int64_t floor_to(int64_t v, int64_t m) { return v / m * m; }  // v >= 0
+int64_t ceil_to(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// Alignment of a crop's left edge in pixels: keeps SIMD lanes and CUDA vector
+// loads where they are on the whole plane (a multiple of every vector width in samples).
+constexpr int64_t kCropAlign = 64;
+
+class RegionFilter final : public Filter {
+ public:
+  RegionFilter(std::unique_ptr<Filter> inner, std::shared_ptr<const RegionSpec> spec)
+      : inner_(std::move(inner)), spec_(std::move(spec)) {}
+
+  void configure(const FrameLayout& layout, Backend backend) override {
+    inner_->configure(layout, backend);
+    spec_->check_frame(layout.width, layout.height);
+    layout_ = layout;
+    backend_ = backend;
+    for (int p = 0; p < layout.num_planes; ++p) {
+      reach_[p] = inner_->reach(p);
+      saved_host_[p].clear();
+      saved_device_[p] = cuda::DeviceBuffer();
+      if (!inner_->touches(p)) continue;
+      const PlaneLayout& pl = layout.planes[p];
+      const std::size_t bytes = static_cast<std::size_t>(pl.width) * pl.channels * layout.bytes_per_sample * pl.height;
+      if (backend == Backend::Cuda) saved_device_[p] = cuda::DeviceBuffer(bytes);
+    }
+    if (backend == Backend::Cuda) reserve_boxes(std::max<std::size_t>(1, spec_->max_boxes()));
+  }
+  bool touches(int plane) const override { return inner_->touches(plane); }
+
+  void begin_frame(const FrameContext& frame) override {
+    inner_->begin_frame(frame);
+    boxes_ = spec_->boxes_at(frame);
+    uploaded_ = false;
+  }
+
+  void apply(int p, const AnyPlane& d, cudaStream_t stream) override {
+    const Crop c = crop_of(p, d.width, d.height);
+    if (c.empty()) return;  // no box reaches this plane: it stays the input
+    const std::size_t sample = static_cast<std::size_t>(d.bytes_per_sample);
+    AnyPlane sub = d;
+    sub.data = static_cast<unsigned char*>(d.data) + static_cast<std::ptrdiff_t>(c.y0) * d.pitch +
+               static_cast<std::ptrdiff_t>(c.x0) * d.channels * sample;
+    sub.width = c.width();
+    sub.height = c.height();
+    const std::size_t row = static_cast<std::size_t>(sub.width) * d.channels * sample;
+    AnyPlane saved = sub;
+    saved.pitch = static_cast<std::ptrdiff_t>(row);
+    RegionMask mask;
+    mask.feather = static_cast<float>(spec_->feather);
+    mask.ellipse = spec_->shape == RegionShape::Ellipse;
+    mask.log2_w = layout_.planes[p].log2_chroma_w;
+    mask.log2_h = layout_.planes[p].log2_chroma_h;
+    mask.x0 = c.x0;
+    mask.y0 = c.y0;
+    if (backend_ == Backend::Cuda) {
+      upload_boxes(stream);
+      if (saved_device_[p].size() < row * sub.height) saved_device_[p] = cuda::DeviceBuffer(row * sub.height);
+      saved.data = saved_device_[p].get();
+      CUDA_CHECK(cudaMemcpy2DAsync(saved.data, row, sub.data, static_cast<std::size_t>(d.pitch), row,
+                                   static_cast<std::size_t>(sub.height), cudaMemcpyDeviceToDevice, stream));
+      inner_->apply(p, sub, stream);
+      const auto* boxes = boxes_device_.as<const RegionBox>();
+      const int n = static_cast<int>(boxes_.size());
+      if (d.bytes_per_sample == 1) cuda::region_blend<uint8_t>(typed<const uint8_t>(saved), typed<uint8_t>(sub), boxes, n, mask, stream);
+      else cuda::region_blend<uint16_t>(typed<const uint16_t>(saved), typed<uint16_t>(sub), boxes, n, mask, stream);
+      blend_done_->record(stream);
+      return;
+    }
+    std::vector<unsigned char>& buf = saved_host_[p];
+    buf.resize(row * sub.height);
+    saved.data = buf.data();
+    for (int y = 0; y < sub.height; ++y)
+      std::memcpy(buf.data() + y * row, static_cast<const unsigned char*>(sub.data) + y * sub.pitch, row);
+    inner_->apply(p, sub, stream);
+    tbb::parallel_for(tbb::blocked_range<int>(0, sub.height, 8), [&](const tbb::blocked_range<int>& r) {
+      if (d.bytes_per_sample == 1)
+        cpu::region_blend_rows<uint8_t>(typed<const uint8_t>(saved), typed<uint8_t>(sub), boxes_, mask, r.begin(), r.end());
+      else
+        cpu::region_blend_rows<uint16_t>(typed<const uint16_t>(saved), typed<uint16_t>(sub), boxes_, mask, r.begin(),
+                                         r.end());
+    });
+  }
+
+  std::string describe() const override { return inner_->describe() + spec_->describe(); }
+  std::size_t device_bytes() const override {
+    std::size_t n = inner_->device_bytes() + boxes_device_.size();
+    for (const auto& b : saved_device_) n += b.size();
+    return n;
+  }
+
+ private:
+  // The plane pixels to filter: those whose mask may be above 0, grown by the
+  // inner filter's reach and aligned to its grid; the whole plane when the
+  // filter gives no reach.
+  Crop crop_of(int p, int width, int height) const {
+    if (boxes_.empty()) return {};
+    const double f = spec_->feather;
+    double X0 = std::numeric_limits<double>::infinity(), Y0 = X0, X1 = -X0, Y1 = -X0;
+    for (const RegionBox& b : boxes_) {
+      X0 = std::min(X0, b.x0 - f);
+      Y0 = std::min(Y0, b.y0 - f);
+      X1 = std::max(X1, b.x1 + f);
+      Y1 = std::max(Y1, b.y1 + f);
+    }
+    const PlaneLayout& pl = layout_.planes[p];
+    const double sx = 1 << pl.log2_chroma_w, sy = 1 << pl.log2_chroma_h;
+    // Pixel x's centre is (x + 0.5) sx; one pixel more each side for rounding.
+    auto lo = [](double v, double s, int n) { return static_cast<int64_t>(std::clamp(std::floor(v / s - 0.5) - 1, 0.0, double(n))); };
+    auto hi = [](double v, double s, int n) { return static_cast<int64_t>(std::clamp(std::ceil(v / s - 0.5) + 2, 0.0, double(n))); };
+    int64_t x0 = lo(X0, sx, width), x1 = hi(X1, sx, width), y0 = lo(Y0, sy, height), y1 = hi(Y1, sy, height);
+    if (x1 <= x0 || y1 <= y0) return {};
+    const std::optional<FilterReach>& r = reach_[p];
+    if (!r) return {0, 0, width, height};
+    const int64_t ax = std::lcm(kCropAlign, static_cast<int64_t>(std::max(1, r->grid_x)));
+    const int64_t ay = std::max(1, r->grid_y);
+    x0 = floor_to(std::max<int64_t>(0, x0 - r->x), ax);
+    y0 = floor_to(std::max<int64_t>(0, y0 - r->y), ay);
+    x1 = std::min<int64_t>(width, ceil_to(x1 + r->x, ax));
+    y1 = std::min<int64_t>(height, ceil_to(y1 + r->y, ay));
+    return {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x1), static_cast<int>(y1)};
+  }
+
+  void reserve_boxes(std::size_t n) {
+    if (boxes_device_.size() >= n * sizeof(RegionBox) && boxes_host_.size() >= n * sizeof(RegionBox)) return;
+    if (upload_done_ && upload_pending_) upload_done_->synchronize();  // the old buffers may still be read
+    if (blend_done_) blend_done_->synchronize();
+    boxes_device_ = cuda::DeviceBuffer(n * sizeof(RegionBox));
+    boxes_host_ = cuda::PinnedBuffer(n * sizeof(RegionBox));
+    if (!upload_done_) upload_done_.emplace();
+    if (!blend_done_) blend_done_.emplace();
+    upload_pending_ = false;
+  }
+
+  // The frame's boxes into the device array: one small copy from pinned
+  // memory, once per frame, on the first plane's stream. It waits (on the
+  // device) for the last blend that read the array, and the host waits for
+  // the previous copy to have read the pinned buffer before refilling it
+  // (both long done when the chain is used for one frame at a time).
+  void upload_boxes(cudaStream_t stream) {
+    if (uploaded_) return;
+    uploaded_ = true;
+    if (boxes_.empty()) return;
+    reserve_boxes(boxes_.size());
+    if (upload_pending_) upload_done_->synchronize();
+    const std::size_t bytes = boxes_.size() * sizeof(RegionBox);
+    std::memcpy(boxes_host_.get(), boxes_.data(), bytes);
+    CUDA_CHECK(cudaStreamWaitEvent(stream, blend_done_->get(), 0));
+    CUDA_CHECK(cudaMemcpyAsync(boxes_device_.get(), boxes_host_.get(), bytes, cudaMemcpyHostToDevice, stream));
+    upload_done_->record(stream);
+    upload_pending_ = true;
+  }
+
+  std::unique_ptr<Filter> inner_;
+  std::shared_ptr<const RegionSpec> spec_;
+  FrameLayout layout_;
+  Backend backend_ = Backend::Cpu;
+  std::array<std::optional<FilterReach>, 4> reach_{};
+  std::vector<RegionBox> boxes_;  // this frame's
+  // The crop before filtering, per plane.
+  std::array<std::vector<unsigned char>, 4> saved_host_;
+  std::array<cuda::DeviceBuffer, 4> saved_device_;
+  // CUDA: the boxes' device array and its pinned staging.
+  cuda::DeviceBuffer boxes_device_;
+  cuda::PinnedBuffer boxes_host_;
+  std::optional<cuda::CudaEvent> upload_done_, blend_done_;
+  bool upload_pending_ = false;
+  bool uploaded_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Filter> make_region_filter(std::unique_ptr<Filter> inner, std::shared_ptr<const RegionSpec> spec) {
+  return std::make_unique<RegionFilter>(std::move(inner), std::move(spec));
+}
+
+}  // namespace streamblur
