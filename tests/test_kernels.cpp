@@ -663,12 +663,16 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::BoxBlur(3).path_taken(3840, 2160, 1, 1), P::Register);
   EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 1080, 1, 1), P::Register);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(1920, 1080, 1, 1), P::TwoPass);
-  // A forced path that cannot run falls back: sliding -> register -> fused.
+  // A forced path that cannot run falls back: sliding -> register -> fused
+  // -> two passes.
   cuda::GaussianBlur wide(5.0);
   wide.set_path(P::Sliding);
   EXPECT_EQ(wide.path_taken(640, 360, 1, 1), P::Register);
   wide.set_path(P::Register);
-  EXPECT_EQ(wide.path_taken(640, 360, 2, 1), P::TwoPass);
+  EXPECT_EQ(wide.path_taken(640, 360, 2, 1), P::Fused);
+  cuda::GaussianBlur huge(60.0);
+  huge.set_path(P::Register);
+  EXPECT_EQ(huge.path_taken(640, 360, 1, 1), P::TwoPass);
 }
 
 // A small set for compute-sanitizer racecheck, which is too slow for the
