@@ -25,6 +25,7 @@
 #include "streamblur/kernels/cuda_blur.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "blur_tiled.hpp"
+#include "device_rows.cuh"
 
 namespace streamblur::cuda {
 namespace {
@@ -39,14 +40,8 @@ constexpr int kVTileY = kVThreadsY * kVPerThread;  // rows per block
 constexpr int kMaxGridY = 65535;
 constexpr std::size_t kMaxShared = 48 * 1024;
 
-template <class T>
-__device__ __forceinline__ const T* row_ptr(const T* base, std::ptrdiff_t pitch, int y) {
-  return reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(base) + y * pitch);
-}
-template <class T>
-__device__ __forceinline__ T* row_ptr(T* base, std::ptrdiff_t pitch, int y) {
-  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(base) + y * pitch);
-}
+using detail::row_ptr;
+using detail::round_clamp;
 
 // Index of sample s of a row after clamping its pixel to [0, width): the
 // channel is kept, the pixel clamped.
@@ -101,11 +96,6 @@ __device__ __forceinline__ Acc box_round(Acc sum, unsigned long long count) {
   return (sum + static_cast<Acc>(count / 2)) / static_cast<Acc>(count);
 }
 
-template <class T>
-__device__ __forceinline__ T round_clamp(float v, float max_value) {
-  return static_cast<T>(fminf(fmaxf(floorf(v + 0.5f), 0.0f), max_value));
-}
-
 // Vertical pass: In is the intermediate type (float or uint32), Acc the sum.
 template <class T, class In, class Acc, bool kShared, bool kWeighted>
 __global__ void __launch_bounds__(kVThreadsX * kVThreadsY)
@@ -128,7 +118,6 @@ vertical_pass(const In* __restrict__ tmp, std::ptrdiff_t tmp_pitch, T* __restric
   }
   __syncthreads();
   if (x >= samples) return;
-  const float max_value = static_cast<float>(static_cast<T>(~T(0)));
 #pragma unroll
   for (int j = 0; j < kVPerThread; ++j) {
     const int y = y0 + ty + j * kVThreadsY;
@@ -141,7 +130,7 @@ vertical_pass(const In* __restrict__ tmp, std::ptrdiff_t tmp_pitch, T* __restric
       else acc += static_cast<Acc>(v);
     }
     T* out = row_ptr(dst, dst_pitch, y);
-    if constexpr (kWeighted) out[x] = round_clamp<T>(acc, max_value);
+    if constexpr (kWeighted) out[x] = round_clamp<T>(acc);
     else out[x] = static_cast<T>(box_round(acc, box_count));  // exact, rounded half up
   }
 }
@@ -196,7 +185,6 @@ fused_blur(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ 
       hsum[r * kFTileW + c] = acc;
     }
   __syncthreads();
-  const float max_value = static_cast<float>(static_cast<T>(~T(0)));
   for (int r = ty; r < kFTileH; r += kFThreadsY) {
     const int y = y0 + r;
     if (y >= height) break;
@@ -209,7 +197,7 @@ fused_blur(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ 
         if constexpr (kWeighted) acc += wy[k] * hsum[(r + k) * kFTileW + c];
         else acc += static_cast<Acc>(hsum[(r + k) * kFTileW + c]);
       }
-      if constexpr (kWeighted) out[x] = round_clamp<T>(acc, max_value);
+      if constexpr (kWeighted) out[x] = round_clamp<T>(acc);
       else out[x] = static_cast<T>(box_round(acc, box_count));
     }
   }
@@ -319,7 +307,6 @@ fused_blur_x4(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict
       }
     }
   }
-  const float max_value = static_cast<float>(static_cast<T>(~T(0)));
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int y = y0 + r0 + j;
@@ -328,7 +315,7 @@ fused_blur_x4(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict
     T o[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      if constexpr (kWeighted) o[q] = round_clamp<T>(acc[j][q], max_value);
+      if constexpr (kWeighted) o[q] = round_clamp<T>(acc[j][q]);
       else o[q] = static_cast<T>(box_round(acc[j][q], box_count));
     }
     if (full_row) {

@@ -28,6 +28,7 @@
 #include <stdexcept>
 
 #include "blur_tiled.hpp"
+#include "device_rows.cuh"
 #include "streamblur/kernels/cuda_check.hpp"
 
 namespace streamblur::cuda::tiled {
@@ -43,14 +44,9 @@ template <class T> struct Io;
 template <> struct Io<uint8_t> { using V = uchar4; using W = uint32_t; };   // 4 samples
 template <> struct Io<uint16_t> { using V = ushort4; using W = uint2; };   // 4 samples
 
-template <class T>
-__device__ __forceinline__ const T* row_at(const T* base, std::ptrdiff_t pitch, int y) {
-  return reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(base) + y * pitch);
-}
-template <class T>
-__device__ __forceinline__ T* row_at(T* base, std::ptrdiff_t pitch, int y) {
-  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(base) + y * pitch);
-}
+using detail::round_clamp;
+template <class T> __device__ __forceinline__ const T* row_at(const T* b, std::ptrdiff_t p, int y) { return detail::row_ptr(b, p, y); }
+template <class T> __device__ __forceinline__ T* row_at(T* b, std::ptrdiff_t p, int y) { return detail::row_ptr(b, p, y); }
 
 // 4 samples starting at a 4-sample-aligned shared address, as floats:
 // 0x4B0000xx (or 0x4B00xxxx) is the float 2^23 + xx exactly.
@@ -133,12 +129,6 @@ __device__ __forceinline__ void store4(T* out, int x, int width, const T o[4], b
     for (int q = 0; q < 4; ++q)
       if (x + q < width) out[x + q] = o[q];
   }
-}
-
-template <class T>
-__device__ __forceinline__ T round_clamp(float v) {
-  constexpr float kMax = static_cast<float>(static_cast<T>(~T(0)));
-  return static_cast<T>(fminf(fmaxf(floorf(v + 0.5f), 0.0f), kMax));
 }
 
 constexpr int align4(int r) { return (r + 3) / 4 * 4; }
