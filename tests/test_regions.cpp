@@ -292,6 +292,12 @@ TEST(RegionsFile, EachBadFileSaysFileAndLine) {
   // A folder is not a regions file.
   EXPECT_ONE_LINE_CONTAINS(error_of([&] { parse_filter_chain("boxblur=regions=" + dir.path().string()); }),
                            "not a regular file");
+  // A path of bytes that each print as a 4-character escape (found by the
+  // fuzzer: the message grew past 400 characters) is cut, escapes included.
+  const std::string odd = "gblur=regions=" + std::string(300, '\x9e') + std::string(1, '\0') + "x";
+  const std::string odd_msg = error_of([&] { parse_filter_chain(odd); });
+  EXPECT_ONE_LINE_CONTAINS(odd_msg, "cannot read regions file", "\\x9e", "...");
+  EXPECT_LE(odd_msg.size(), 200u) << odd_msg;
   // A box entirely outside the frame: known at configure.
   const std::string outside = dir.file("outside.jsonl");
   write_file(outside, "{\"frame\": 0, \"boxes\": [[0, 0, 8, 8]]}\n{\"frame\": 3, \"boxes\": [[0, 0, 8, 8], [10, 50, 4, 4]]}\n");

@@ -34,20 +34,18 @@ std::string number(double v) {
   return s.str();
 }
 
-// User text in a message: printable ASCII kept, the rest escaped, long text cut.
+// User text in a message: printable ASCII kept, the rest escaped, cut so that
+// what is shown (escapes included) stays within `max` characters plus "...",
+// so every message stays one short line whatever bytes a path or value holds.
 std::string shown(const std::string& text, std::size_t max = 60) {
   std::string out;
-  for (std::size_t i = 0; i < text.size() && i < max; ++i) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
+    char buf[8] = {static_cast<char>(c), 0};
+    if (c < 0x20 || c >= 0x7f) std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    if (out.size() + std::strlen(buf) > max) return out + "...";
+    out += buf;
   }
-  if (text.size() > max) out += "...";
   return out;
 }
 
@@ -78,7 +76,7 @@ std::string box_text(const LabeledBox& b) {
 
 class FileError {
  public:
-  FileError(const std::string& name, int line) : prefix_("regions file '" + shown(name, 200) + "' line " + std::to_string(line) + ": ") {}
+  FileError(const std::string& name, int line) : prefix_("regions file '" + shown(name, 120) + "' line " + std::to_string(line) + ": ") {}
   [[noreturn]] void operator()(const std::string& msg) const { fail(prefix_ + msg); }
 
  private:
@@ -147,10 +145,10 @@ std::vector<LabeledBox> between(const std::vector<LabeledBox>& A, const std::vec
 
 RegionTrack RegionTrack::load(const std::string& path) {
   std::ifstream in(path);
-  if (!in) fail("cannot read regions file '" + shown(path, 200) + "': " + std::strerror(errno));
+  if (!in) fail("cannot read regions file '" + shown(path, 120) + "': " + std::strerror(errno));
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))  // a device or a folder would be read without end, or not at all
-    fail("regions file '" + shown(path, 200) + "' is not a regular file");
+    fail("regions file '" + shown(path, 120) + "' is not a regular file");
   return parse(in, path);
 }
 
@@ -207,8 +205,8 @@ RegionTrack RegionTrack::parse(std::istream& in, const std::string& name) {
     }
     t.keyframes_.push_back(std::move(f));
   }
-  if (in.bad()) fail("cannot read regions file '" + shown(name, 200) + "'");
-  if (t.keyframes_.empty()) fail("regions file '" + shown(name, 200) + "' holds no keyframes");
+  if (in.bad()) fail("cannot read regions file '" + shown(name, 120) + "'");
+  if (t.keyframes_.empty()) fail("regions file '" + shown(name, 120) + "' holds no keyframes");
   return t;
 }
 
