@@ -35,7 +35,8 @@ constexpr int kRotation = 16;
 
 template <class T>
 struct Buffers {
-  int width, height;
+  int width, height;      // width in samples
+  int channels = 1;       // interleaved samples per pixel
   std::ptrdiff_t pitch;  // bytes
   std::vector<DeviceBuffer> src, dst;
   Buffers(int w, int h) : width(w), height(h), pitch((w * sizeof(T) + 255) / 256 * 256) {
@@ -48,8 +49,8 @@ struct Buffers {
       CUDA_CHECK(cudaMemcpy(src.back().get(), host.data(), host.size(), cudaMemcpyHostToDevice));
     }
   }
-  Plane<const T> in(int i) const { return {src[i].as<const T>(), width, height, pitch}; }
-  Plane<T> out(int i) const { return {dst[i].as<T>(), width, height, pitch}; }
+  Plane<const T> in(int i) const { return {src[i].as<const T>(), width / channels, height, pitch, channels}; }
+  Plane<T> out(int i) const { return {dst[i].as<T>(), width / channels, height, pitch, channels}; }
 };
 
 // Median time of one operation in microseconds: each sample times a whole
@@ -72,31 +73,9 @@ double median_us(const std::function<void(int)>& op, cudaStream_t stream, int sa
   return t[t.size() / 2];
 }
 
-// Median times with the kernels Auto picks, the fused kernel, two passes and
-// the register-blocked kernels (0 where a forced path falls back to another);
-// the blur is left on Auto.
-template <class T, class Blur>
-std::array<double, 5> time_paths(Blur& blur, int w, int h, const std::function<void(int)>& op, cudaStream_t stream,
-                                 int samples) {
-  std::array<double, 5> t{};  // {auto, fused, two-pass, register, sliding}
-  const cuda::BlurPath forced[] = {cuda::BlurPath::Fused, cuda::BlurPath::TwoPass, cuda::BlurPath::Register,
-                                   cuda::BlurPath::Sliding};
-  blur.set_path(cuda::BlurPath::Auto);
-  const cuda::BlurPath auto_path = blur.path_taken(w, h, 1, sizeof(T));
-  t[0] = median_us(op, stream, samples);
-  for (int i = 0; i < 4; ++i) {
-    blur.set_path(forced[i]);
-    const cuda::BlurPath taken = blur.path_taken(w, h, 1, sizeof(T));
-    if (taken != forced[i]) continue;            // falls back to another path: 0
-    if (taken == auto_path) t[i + 1] = t[0];     // the same kernels as Auto's, timed once
-    else t[i + 1] = median_us(op, stream, samples);
-  }
-  blur.set_path(cuda::BlurPath::Auto);
-  return t;
-}
-
-// NPP's cost grows with the window (a 4K box of radius 120 takes 0.24 s), so
-// operations slower than 2 ms are timed over 3 rotations instead of `samples`.
+// NPP's cost grows with the window (a 4K box of radius 120 takes 0.24 s), as
+// does our two-pass kernels' (radius 4096): operations slower than 2 ms are
+// timed over 3 rotations instead of `samples`.
 double median_us_adaptive(const std::function<void(int)>& op, cudaStream_t stream, int samples) {
   CudaEvent a(cudaEventDefault), b(cudaEventDefault);
   a.record(stream);
@@ -106,6 +85,30 @@ double median_us_adaptive(const std::function<void(int)>& op, cudaStream_t strea
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
   return median_us(op, stream, ms > 2.0f ? 3 : samples);
+}
+
+// Median times with the kernels Auto picks, the fused kernel, two passes, the
+// register-blocked, sliding and running-sum kernels (0 where a forced path
+// falls back to another);
+// the blur is left on Auto.
+template <class T, class Blur>
+std::array<double, 6> time_paths(Blur& blur, int w, int h, int c, const std::function<void(int)>& op,
+                                 cudaStream_t stream, int samples) {
+  std::array<double, 6> t{};  // {auto, fused, two-pass, register, sliding, running}
+  const cuda::BlurPath forced[] = {cuda::BlurPath::Fused, cuda::BlurPath::TwoPass, cuda::BlurPath::Register,
+                                   cuda::BlurPath::Sliding, cuda::BlurPath::Running};
+  blur.set_path(cuda::BlurPath::Auto);
+  const cuda::BlurPath auto_path = blur.path_taken(w, h, c, sizeof(T));
+  t[0] = median_us_adaptive(op, stream, samples);
+  for (int i = 0; i < 5; ++i) {
+    blur.set_path(forced[i]);
+    const cuda::BlurPath taken = blur.path_taken(w, h, c, sizeof(T));
+    if (taken != forced[i]) continue;            // falls back to another path: 0
+    if (taken == auto_path) t[i + 1] = t[0];     // the same kernels as Auto's, timed once
+    else t[i + 1] = median_us_adaptive(op, stream, samples);
+  }
+  blur.set_path(cuda::BlurPath::Auto);
+  return t;
 }
 
 template <class T>
@@ -172,13 +175,17 @@ template <class T> using NppT = std::conditional_t<sizeof(T) == 1, Npp8u, Npp16u
 template <class T>
 void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, std::vector<KernelResult>& results) {
   Buffers<T> buf(w, h);
+  const int c = opt.channels;  // w stays in samples; planes of w / c pixels
+  buf.channels = c;
+  const int px = w / c;
   const double copy_us = median_us([&](int i) { cuda::copy_plane<T>(buf.in(i), buf.out(i), st); }, st, opt.samples);
   DeviceBuffer reference_out(buf.dst[0].size());  // our output of buffer 0, to compare NPP with
   auto record = [&](const std::string& filter, double param, int taps, cuda::BlurPath path,
-                    const std::array<double, 5>& us, std::function<void(int)> npp) {
+                    const std::array<double, 6>& us, std::function<void(int)> npp) {
     KernelResult r;
-    r.width = w;
+    r.width = px;
     r.height = h;
+    r.channels = c;
     r.bits = 8 * sizeof(T);
     r.filter = filter;
     r.param = param;
@@ -189,6 +196,7 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
     r.two_pass_us = us[2];
     r.register_us = us[3];
     r.sliding_us = us[4];
+    r.running_us = us[5];
     r.copy_us = copy_us;
     CUDA_CHECK(cudaMemcpyAsync(reference_out.get(), buf.dst[0].get(), reference_out.size(), cudaMemcpyDeviceToDevice, st));
     if (npp) {
@@ -201,14 +209,14 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
   };
   for (double sigma : opt.sigmas) {
     cuda::GaussianBlur blur(sigma);
-    blur.reserve(w, h, 1);
-    const auto us = time_paths<T>(blur, w, h, [&](int i) { blur.apply<T>(buf.in(i), buf.out(i), st); }, st, opt.samples);
+    blur.reserve(px, h, c);
+    const auto us = time_paths<T>(blur, px, h, c, [&](int i) { blur.apply<T>(buf.in(i), buf.out(i), st); }, st, opt.samples);
     std::function<void(int)> npp;
 #ifdef STREAMBLUR_HAVE_NPP
     // NPP's Gaussian costs grow with the taps past usefulness (24 ms at 61
     // taps on a 4K plane): timed up to 61 taps.
     const std::vector<float> weights = gaussian_weights_f(sigma);
-    if (weights.size() <= 61) {
+    if (weights.size() <= 61 && c == 1) {
       auto d_weights = std::make_shared<DeviceBuffer>(DeviceBuffer::from_host(weights.data(), weights.size() * sizeof(float)));
       const NppStreamContext ctx = npp_context(st);
       npp = [&buf, d_weights, ctx, taps = static_cast<int>(weights.size())](int i) {
@@ -220,15 +228,15 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
 #endif
     // Our output of buffer 0 is still in dst[0] when record() copies it.
     blur.apply<T>(buf.in(0), buf.out(0), st);
-    record("gblur", sigma, 2 * blur.radius_x() + 1, blur.path_taken(w, h, 1, sizeof(T)), us, npp);
+    record("gblur", sigma, 2 * blur.radius_x() + 1, blur.path_taken(px, h, c, sizeof(T)), us, npp);
   }
   for (int r : opt.box_radii) {
     cuda::BoxBlur blur(r);
-    blur.reserve(w, h, 1);
-    const auto us = time_paths<T>(blur, w, h, [&](int i) { blur.apply<T>(buf.in(i), buf.out(i), st); }, st, opt.samples);
+    blur.reserve(px, h, c);
+    const auto us = time_paths<T>(blur, px, h, c, [&](int i) { blur.apply<T>(buf.in(i), buf.out(i), st); }, st, opt.samples);
     std::function<void(int)> npp;
 #ifdef STREAMBLUR_HAVE_NPP
-    if (r <= 60) {  // NPP's box grows with the radius too (0.24 s at r = 120 on a 4K plane)
+    if (r <= 60 && c == 1) {  // NPP's box grows with the radius too (0.24 s at r = 120 on a 4K plane)
       const NppStreamContext ctx = npp_context(st);
       npp = [&buf, ctx, r](int i) {
         npp_check(npp_box(buf.src[i].template as<const NppT<T>>(), static_cast<int>(buf.pitch), {buf.width, buf.height},
@@ -238,7 +246,7 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
     }
 #endif
     blur.apply<T>(buf.in(0), buf.out(0), st);
-    record("boxblur", r, 2 * r + 1, blur.path_taken(w, h, 1, sizeof(T)), us, npp);
+    record("boxblur", r, 2 * r + 1, blur.path_taken(px, h, c, sizeof(T)), us, npp);
   }
 }
 

@@ -9,14 +9,16 @@ namespace streamblur::bench {
 struct KernelBenchOptions {
   std::vector<std::pair<int, int>> sizes{{1920, 1080}, {3840, 2160}};
   std::vector<double> sigmas{1, 2, 5, 10, 20, 40};
-  std::vector<int> box_radii{1, 3, 8, 15, 30, 60, 120, 1000};
+  std::vector<int> box_radii{1, 3, 8, 15, 30, 60, 120, 1000, 4096};
   std::vector<int> bits{8, 16};  // sample sizes: 8- and 16-bit planes
+  int channels = 1;  // 2: interleaved pairs (UV) of width / 2 pixels
   int samples = 15;  // timed rotations per figure; the median is reported
   std::function<void(const struct KernelResult&)> progress;
 };
 
 struct KernelResult {
-  int width = 0, height = 0;
+  int width = 0, height = 0;  // pixels
+  int channels = 1;
   std::string filter;   // gblur or boxblur
   double param = 0;     // sigma or radius
   int taps = 0;         // 2r+1
@@ -27,6 +29,7 @@ struct KernelResult {
   double two_pass_us = 0;  // the same, forcing two passes
   double register_us = 0;  // the same, forcing the register-blocked kernels (where they run)
   double sliding_us = 0;   // the same, forcing the sliding-window kernels (where they run)
+  double running_us = 0;   // the same, forcing the running-sum box kernels (where they run)
   double copy_us = 0;   // device-to-device copy of the same bytes
   double npp_us = -1;   // NPP on the same buffers; -1 when NPP is not built in
   int npp_max_diff = -1;

@@ -1,6 +1,6 @@
 // streamblur-bench: throughput measurements, always as ratios against a
 // reference measured in the same run.
-//   streamblur-bench kernels [--json FILE] [--quick]
+//   streamblur-bench kernels [--json FILE] [--quick] [--filter gblur|boxblur|all] [--box-radii R,R,...] [--channels 1|2]
 //   streamblur-bench pipeline [--json FILE] [--frames N] [--no-nvdec] ...
 //   streamblur-bench scale [--streams 1,2,4,8] [--devices all] [--frames N] [--json FILE] ...
 //   streamblur-bench make-clip out.mp4 [--size WxH --frames N --no-audio]
@@ -24,24 +24,26 @@ extern "C" {
 #include "bench_scale.hpp"
 #include "streamblur/kernels/cpu_blur.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/kernels/params.hpp"
 #include "streamblur/pipeline/batch.hpp"
 #include "streamblur/io/synthetic_clip.hpp"
 
 namespace {
 
 void print_kernel_header(bool npp) {
-  std::printf("%-10s %4s %-8s %6s %5s %-9s %10s %9s %9s %9s %9s %10s %8s", "size", "bits", "filter", "param", "taps",
-              "auto_path", "ours_us", "fused_us", "2pass_us", "reg_us", "slide_us", "copy_us", "x_copy");
+  std::printf("%-10s %4s %-8s %6s %5s %-9s %10s %9s %9s %9s %9s %9s %10s %8s", "size", "bits", "filter", "param", "taps",
+              "auto_path", "ours_us", "fused_us", "2pass_us", "reg_us", "slide_us", "run_us", "copy_us", "x_copy");
   if (npp) std::printf(" %10s %9s %8s", "npp_us", "npp/ours", "maxdiff");
   std::printf("\n");
 }
 
 void print_kernel_row(const streamblur::bench::KernelResult& r) {
   char size[32];
-  std::snprintf(size, sizeof size, "%dx%d", r.width, r.height);
-  std::printf("%-10s %4d %-8s %6g %5d %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %10.1f %8.2f", size, r.bits, r.filter.c_str(),
-              r.param, r.taps, r.path.c_str(), r.ours_us, r.fused_us, r.two_pass_us, r.register_us, r.sliding_us,
-              r.copy_us, r.ours_us / r.copy_us);
+  if (r.channels == 1) std::snprintf(size, sizeof size, "%dx%d", r.width, r.height);
+  else std::snprintf(size, sizeof size, "%dx%dx%d", r.width, r.height, r.channels);
+  std::printf("%-10s %4d %-8s %6g %5d %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %8.2f", size, r.bits,
+              r.filter.c_str(), r.param, r.taps, r.path.c_str(), r.ours_us, r.fused_us, r.two_pass_us, r.register_us,
+              r.sliding_us, r.running_us, r.copy_us, r.ours_us / r.copy_us);
   if (r.npp_us >= 0) std::printf(" %10.1f %9.2f %8d", r.npp_us, r.npp_us / r.ours_us, r.npp_max_diff);
   std::printf("\n");
   std::fflush(stdout);
@@ -50,15 +52,17 @@ void print_kernel_row(const streamblur::bench::KernelResult& r) {
 nlohmann::json kernel_json(const std::vector<streamblur::bench::KernelResult>& results) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& r : results)
-    j.push_back({{"width", r.width}, {"height", r.height}, {"bits", r.bits}, {"filter", r.filter}, {"param", r.param},
+    j.push_back({{"width", r.width}, {"height", r.height}, {"channels", r.channels}, {"bits", r.bits}, {"filter", r.filter}, {"param", r.param},
                  {"taps", r.taps}, {"path", r.path}, {"ours_us", r.ours_us}, {"fused_us", r.fused_us},
-                 {"two_pass_us", r.two_pass_us}, {"register_us", r.register_us}, {"sliding_us", r.sliding_us}, {"copy_us", r.copy_us},
+                 {"two_pass_us", r.two_pass_us}, {"register_us", r.register_us}, {"sliding_us", r.sliding_us},
+                 {"running_us", r.running_us}, {"copy_us", r.copy_us},
                  {"ratio_to_copy", r.ours_us / r.copy_us},
                  {"npp_us", r.npp_us}, {"npp_max_diff", r.npp_max_diff}});
   return j;
 }
 
-std::vector<streamblur::bench::KernelResult> kernel_table(bool quick) {
+std::vector<streamblur::bench::KernelResult> kernel_table(bool quick, const std::string& only = "all",
+                                                          const std::vector<int>& box_radii = {}, int channels = 1) {
   streamblur::bench::KernelBenchOptions opt;
   if (quick) {
     opt.sizes = {{640, 360}};
@@ -66,6 +70,10 @@ std::vector<streamblur::bench::KernelResult> kernel_table(bool quick) {
     opt.box_radii = {1, 15, 120};
     opt.samples = 3;
   }
+  if (!box_radii.empty()) opt.box_radii = box_radii;
+  opt.channels = channels;
+  if (only == "boxblur") opt.sigmas.clear();
+  if (only == "gblur") opt.box_radii.clear();
   const bool npp = streamblur::bench::npp_available();
   std::printf("Kernel benchmark: median GPU time per plane, rotating over 16 buffers; x_copy = ours / device copy; a forced path "
               "that falls back to another shows 0%s\n",
@@ -173,6 +181,16 @@ int main(int argc, char** argv) {
                                                 "(--backend cpu: the CPU filters against a parallel copy)");
   kernels->add_option("--json", json_path, "write every figure to FILE");
   kernels->add_flag("--quick", quick, "one small size and fewer samples (a smoke test)");
+  std::string kernel_filter = "all";
+  kernels->add_option("--filter", kernel_filter, "cuda: the rows of one filter only: gblur, boxblur or all (default)")
+      ->check(CLI::IsMember({"all", "gblur", "boxblur"}));
+  int kernel_channels = 1;
+  kernels->add_option("--channels", kernel_channels, "cuda: samples per pixel, 1 or 2 (interleaved UV pairs, half as many pixels per row)")
+      ->check(CLI::IsMember({1, 2}));
+  std::vector<int> kernel_box_radii;
+  kernels->add_option("--box-radii", kernel_box_radii, "cuda: box radii to time, comma-separated (default 1,3,8,15,30,60,120,1000,4096)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, streamblur::kMaxBoxRadius));
   std::string kernel_backend = "cuda";
   streamblur::bench::CpuKernelBenchOptions cpu_kopt;
   std::string cpu_size = "3840x2160";
@@ -287,7 +305,7 @@ int main(int argc, char** argv) {
                                         .dump(2)
                                  << "\n";
     } else if (*kernels) {
-      const auto results = kernel_table(quick);
+      const auto results = kernel_table(quick, kernel_filter, kernel_box_radii, kernel_channels);
       if (!json_path.empty()) std::ofstream(json_path) << nlohmann::json{{"kernels", kernel_json(results)}}.dump(2) << "\n";
     }
     if (*pipeline) {

@@ -128,6 +128,7 @@ std::vector<T> on_device(const std::vector<T>& v, const Case& c, Fn&& fn) {
   size_t pitch = 0;
   CUDA_CHECK(cudaMallocPitch(&d, &pitch, row, c.H));
   CUDA_CHECK(cudaMemcpy2D(d, pitch, v.data(), row, row, c.H, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
   cudaStream_t s = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   fn(Plane<T>(static_cast<T*>(d), c.W, c.H, static_cast<std::ptrdiff_t>(pitch), c.C), s);

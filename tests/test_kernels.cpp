@@ -354,6 +354,7 @@ TEST(CudaBlur, RoundToHighBitsRoundsToNearestTiesUp) {
     cuda::CudaStream st;
     cuda::DeviceBuffer buf(static_cast<size_t>(img.pitch) * 256);
     CUDA_CHECK(cudaMemcpy(buf.get(), img.buf.data(), buf.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
     cuda::round_to_high_bits(Plane<uint16_t>(buf.as<uint16_t>(), 256, 256, img.pitch), shift, st.get());
     st.synchronize();
     CUDA_CHECK(cudaMemcpy(img.buf.data(), buf.get(), buf.size(), cudaMemcpyDeviceToHost));
@@ -507,6 +508,7 @@ struct DeviceImage {
   Plane<T> plane() { return Plane<T>(buf.as<T>(), w, h, pitch, c); }
   void upload(const HostImage<T>& img) {
     CUDA_CHECK(cudaMemcpy2D(buf.get(), pitch, img.buf.data(), img.pitch, w * c * sizeof(T), h, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
   }
   // cudaMemset runs on the legacy default stream, which does not order itself
   // with the test's non-blocking stream: wait for it.
@@ -530,8 +532,8 @@ struct DeviceImage {
   }
 };
 
-const cuda::BlurPath kPaths[] = {cuda::BlurPath::Auto, cuda::BlurPath::Fused, cuda::BlurPath::TwoPass,
-                                 cuda::BlurPath::Register, cuda::BlurPath::Sliding};
+const cuda::BlurPath kPaths[] = {cuda::BlurPath::Auto,     cuda::BlurPath::Fused,   cuda::BlurPath::TwoPass,
+                                 cuda::BlurPath::Register, cuda::BlurPath::Sliding, cuda::BlurPath::Running};
 std::string path_label(cuda::BlurPath p) { return std::string("path ") + cuda::path_name(p); }
 
 // Runs `apply(src, dst, stream)` twice with two poisons: every sample must be
@@ -662,7 +664,11 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(3840, 2160, 1, 2), P::Sliding);
   EXPECT_EQ(cuda::BoxBlur(3).path_taken(3840, 2160, 1, 1), P::Register);
   EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 1080, 1, 1), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(60).path_taken(1920, 1080, 1, 1), P::TwoPass);
+  EXPECT_EQ(cuda::BoxBlur(60).path_taken(1920, 1080, 1, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(4096).path_taken(3840, 2160, 1, 2), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(8).path_taken(960, 540, 2, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(60).path_taken(9000, 100, 1, 1), P::TwoPass);  // wider than the running kernels take
+  EXPECT_EQ(cuda::BoxBlur(60).path_taken(640, 360, 3, 1), P::TwoPass);
   // A forced path that cannot run falls back: sliding -> register -> fused
   // -> two passes.
   cuda::GaussianBlur wide(5.0);
@@ -673,6 +679,54 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   cuda::GaussianBlur huge(60.0);
   huge.set_path(P::Register);
   EXPECT_EQ(huge.path_taken(640, 360, 1, 1), P::TwoPass);
+  wide.set_path(P::Running);  // box only
+  EXPECT_EQ(wide.path_taken(640, 360, 1, 1), P::Register);
+  cuda::BoxBlur packed(5);
+  packed.set_path(P::Running);
+  EXPECT_EQ(packed.path_taken(640, 360, 4, 1), P::Fused);  // running -> register -> fused
+  EXPECT_EQ(packed.path_taken(640, 360, 2, 1), P::Running);
+}
+
+// The running sums: radii from 0 to 4096 in either direction, windows far
+// larger than the plane, rows that take each of the row kernel's block sizes
+// (up to 2048, 4096 and 8192 pixels), one and two channels, 8 and 16 bits,
+// 32- and 64-bit row sums, planes of 1 to 200 rows (bands and 64-row
+// segments cut at every place), in place and not. Exact against the reference.
+TEST(CudaBlur, RunningBoxAnyRadius) {
+  REQUIRE_GPU();
+  struct Case { Size s; int channels; int bytes; int rx, ry; };
+  const Case cases[] = {
+      {{1, 1}, 1, 1, 0, 1},        {{1, 1}, 2, 2, 4096, 4096}, {{7, 3}, 1, 1, 3, 0},
+      {{300, 5}, 1, 2, 100, 3},    {{257, 200}, 1, 1, 7, 63},  {{257, 200}, 1, 1, 64, 65},
+      {{131, 129}, 2, 1, 9, 130},  {{61, 71}, 2, 2, 200, 1},   {{2049, 67}, 1, 1, 17, 33},
+      {{2049, 19}, 2, 1, 5, 21},   {{4100, 9}, 1, 2, 40, 2},   {{8192, 3}, 1, 1, 2, 5},
+      {{90, 150}, 1, 2, 300, 300},  // 64-bit row sums
+      {{33, 40}, 1, 1, 4096, 7},   {{40, 33}, 2, 1, 0, 4096},
+  };
+  for (const Case& c : cases) {
+    const unsigned seed = fresh_seed();
+    SCOPED_TRACE(testing::Message() << c.s.w << "x" << c.s.h << "x" << c.channels << " bytes=" << c.bytes
+                                    << " rx=" << c.rx << " ry=" << c.ry << " seed=" << seed);
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      auto src = random_image<T>(c.s.w, c.s.h, c.channels, seed, full_range<T>());
+      HostImage<T> want(c.s.w, c.s.h, c.channels);
+      reference::box_blur<T>(src.cplane(), want.plane(), c.rx, c.ry);
+      cuda::BoxBlur blur(c.rx, c.ry);
+      blur.set_path(cuda::BlurPath::Running);
+      if (c.rx + c.ry > 0) EXPECT_EQ(blur.path_taken(c.s.w, c.s.h, c.channels, sizeof(T)), cuda::BlurPath::Running);
+      gpu_case<T>(src, want, 0, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
+      // In place: the output goes through the scratch plane.
+      cuda::CudaStream stream;
+      DeviceImage<T> d(c.s.w, c.s.h, c.channels);
+      d.upload(src);
+      blur.apply<T>(Plane<const T>(d.plane()), d.plane(), stream.get());
+      stream.synchronize();
+      EXPECT_TRUE(close_to(d.download(), want, 0)) << "in place";
+    };
+    if (c.bytes == 1) run(uint8_t{});
+    else run(uint16_t{});
+  }
 }
 
 // A small set for compute-sanitizer racecheck, which is too slow for the
@@ -681,7 +735,8 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
 TEST(CudaBlur, RacecheckSet) {
   REQUIRE_GPU();
   for (int r : {1, 3, 6, 12, 32}) gpu_gauss_case<uint8_t>({260, 70}, 1, std::max(0.5, r / 3.0), r);
-  for (int r : {1, 4, 8, 32}) gpu_box_case<uint8_t>({260, 70}, 1, r);
+  for (int r : {1, 4, 8, 32, 70}) gpu_box_case<uint8_t>({260, 70}, 1, r);  // 70: running sums
+  gpu_box_case<uint16_t>({131, 70}, 2, 9);
   gpu_gauss_case<uint16_t>({131, 40}, 2, 1.0);
 }
 
@@ -699,6 +754,7 @@ TEST(CudaBlur, UnalignedPlanesMatchReference) {
   const std::ptrdiff_t pitch = 333;
   cuda::DeviceBuffer a(pitch * h + 1), b(pitch * h + 1);
   CUDA_CHECK(cudaMemcpy2D(a.as<uint8_t>() + 1, pitch, src.buf.data(), src.pitch, w, h, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
   const Plane<const uint8_t> in(a.as<uint8_t>() + 1, w, h, pitch);
   const Plane<uint8_t> out(b.as<uint8_t>() + 1, w, h, pitch);
   cuda::GaussianBlur g(2.0);

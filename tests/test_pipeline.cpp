@@ -1284,6 +1284,7 @@ TEST_P(PipelineP010, LowBitsStayZeroAndValuesAreTheTenBitBlur) {
     if (backend == Backend::Cuda) {
       dev[p] = cuda::DeviceBuffer(n * 2);
       CUDA_CHECK(cudaMemcpy(dev[p].get(), data[p].data(), n * 2, cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
       ptr = dev[p].get();
     }
     planes[p] = AnyPlane{ptr, pl.width, pl.height, static_cast<std::ptrdiff_t>(pl.width) * pl.channels * 2, pl.channels, 2};

@@ -675,6 +675,7 @@ HostFrame filtered_on_gpu(const HostFrame& in, const std::string& chain_spec, Fr
   for (int p = 0; p < in.layout.num_planes; ++p) {
     dev[p] = cuda::DeviceBuffer(out.bytes[p].size());
     CUDA_CHECK(cudaMemcpy(dev[p].get(), out.bytes[p].data(), out.bytes[p].size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
     planes[p].data = dev[p].get();
   }
   cuda::CudaStream stream;

@@ -24,6 +24,7 @@
 
 #include "streamblur/kernels/cuda_blur.hpp"
 #include "streamblur/kernels/params.hpp"
+#include "blur_running.hpp"
 #include "blur_tiled.hpp"
 #include "device_rows.cuh"
 
@@ -365,7 +366,7 @@ void check_planes(const Plane<const T>& src, const Plane<T>& dst) {
 }
 
 // The kernel that runs, after Auto's choice and the fall-backs.
-enum class Kernel { Sliding, Register, FusedX4, Fused, TwoPass };
+enum class Kernel { Sliding, Register, Running, FusedX4, Fused, TwoPass };
 
 // Auto's choice, from the kernel benchmark on an H200 (README; 8- and 16-bit
 // planes, 1080p and 4K):
@@ -375,9 +376,17 @@ enum class Kernel { Sliding, Register, FusedX4, Fused, TwoPass };
 //   (1080p r=1: 9.0 us against 11.0 register, 16.5 sliding);
 // - boxes of radius 1 on larger planes: the sliding window (4K: 21.4 us
 //   against 25.5 fused, 27.4 register);
-// - other boxes up to radius 32: register-blocked; two passes above.
+// - other boxes up to radius 32: register-blocked; running sums above (two
+//   passes where those cannot run).
 // Interleaved channels: the generic fused kernel up to ry = 3, else two passes.
 constexpr long long kLargePlaneSamples = 4'000'000;
+// Boxes from this radius (rx or ry) take the running sums, whose cost does
+// not grow with the radius: one-channel planes beyond the register path's
+// reach (at r = 30 the register kernels still win at 1080p: 21.8 us against
+// 36.5; at 4K they tie, 75 against 72), and interleaved pairs (UV) from r = 4,
+// where the generic fused kernel stops.
+constexpr int kRunningFromRadius = 33;
+constexpr int kRunningFromRadius2 = 4;
 
 template <class In>
 Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sample_bytes, int rx, int ry,
@@ -387,6 +396,11 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   const bool sliding_fits = one_channel && tiled::sliding_fits(!weighted, rx, ry);
   const bool register_fits =
       one_channel && (weighted ? tiled::gauss_fits(rx, ry, sample_bytes) : tiled::box_fits(rx, ry, sample_bytes));
+  const bool running_fits = !weighted && running::fits(samples / channels, channels, sample_bytes, rx, ry);
+  if (path == BlurPath::Auto && running_fits && std::max(rx, ry) >= (one_channel ? kRunningFromRadius : kRunningFromRadius2))
+    return Kernel::Running;
+  if (path == BlurPath::Running && running_fits) return Kernel::Running;
+  if (path == BlurPath::Running) path = BlurPath::Register;
   if (path == BlurPath::Auto && one_channel) {
     if (!weighted && rx <= 3 && ry <= 3 && !large) path = BlurPath::Fused;
     else if (!weighted && rx == 1 && ry == 1 && large && sliding_fits) return Kernel::Sliding;
@@ -413,6 +427,7 @@ BlurPath path_of(Kernel k) {
   switch (k) {
     case Kernel::Sliding: return BlurPath::Sliding;
     case Kernel::Register: return BlurPath::Register;
+    case Kernel::Running: return BlurPath::Running;
     case Kernel::FusedX4:
     case Kernel::Fused: return BlurPath::Fused;
     default: return BlurPath::TwoPass;
@@ -444,6 +459,14 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
     tiled::sliding<T>(src.data, src.pitch, out.data, out.pitch, samples, height, host_weights, rx,
                       kWeighted ? host_weights + 2 * rx + 1 : nullptr, ry, stream);
     return finish_fused("sliding_blur");
+  }
+  if (kernel == Kernel::Running) {
+    if constexpr (!kWeighted) {
+      void* sums = in_place ? static_cast<unsigned char*>(scratch) + scratch_pitch(samples) * height : scratch;
+      running::box<T>(src.data, src.pitch, out.data, out.pitch, src.width, height, src.channels, rx, ry, sums, stream);
+    }
+    if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
+    return;
   }
   if (kernel == Kernel::Register) {
     if constexpr (kWeighted)
@@ -527,6 +550,7 @@ const char* path_name(BlurPath path) noexcept {
     case BlurPath::TwoPass: return "two-pass";
     case BlurPath::Register: return "register";
     case BlurPath::Sliding: return "sliding";
+    case BlurPath::Running: return "running";
   }
   return "?";
 }
@@ -564,14 +588,22 @@ BoxBlur::BoxBlur(int radius_x, int radius_y) : radius_x_(radius_x), radius_y_(ra
   check_box_radius(radius_y);
 }
 
-void BoxBlur::reserve(int width, int height, int channels) { ensure_scratch(scratch_, width, height, channels); }
+// The box's scratch: the uint32 intermediate of two passes, or the output of
+// an in-place blur followed by the running path's band sums.
+void ensure_box_scratch(DeviceBuffer& scratch, int width, int height, int channels) {
+  const std::size_t need = scratch_pitch(width * channels) * static_cast<std::size_t>(height) +
+                           running::scratch_bytes(width, channels, height);
+  if (scratch.size() < need) scratch = DeviceBuffer(need);
+}
+
+void BoxBlur::reserve(int width, int height, int channels) { ensure_box_scratch(scratch_, width, height, channels); }
 
 template <class T>
 void BoxBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
   check_planes(src, dst);
   if (src.width == 0 || src.height == 0) return;
   if (radius_x_ == 0 && radius_y_ == 0) return copy_plane(src, dst, stream);
-  ensure_scratch(scratch_, src.width, src.height, src.channels);
+  ensure_box_scratch(scratch_, src.width, src.height, src.channels);
   // Column sums fit 32 bits unless max_sample * window overflows them.
   const double worst = static_cast<double>(static_cast<T>(~T(0))) * (2.0 * radius_x_ + 1) * (2.0 * radius_y_ + 1);
   if (worst < 4294967296.0)

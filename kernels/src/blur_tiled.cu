@@ -45,6 +45,9 @@ template <> struct Io<uint8_t> { using V = uchar4; using W = uint32_t; };   // 4
 template <> struct Io<uint16_t> { using V = ushort4; using W = uint2; };   // 4 samples
 
 using detail::round_clamp;
+using detail::divide_round;
+using detail::opt_in_shared;
+using detail::shared_limit;
 template <class T> __device__ __forceinline__ const T* row_at(const T* b, std::ptrdiff_t p, int y) { return detail::row_ptr(b, p, y); }
 template <class T> __device__ __forceinline__ T* row_at(T* b, std::ptrdiff_t p, int y) { return detail::row_ptr(b, p, y); }
 
@@ -220,17 +223,6 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
   }
 }
 
-// round(sum / count), half up, exact for sum < 2^32: a float quotient is
-// within one of the truth for the sums a blur produces, then corrected.
-__device__ __forceinline__ uint32_t divide_round(uint32_t sum, uint32_t count, float inv_count) {
-  const uint32_t n = sum + (count >> 1);
-  uint32_t q = __float2uint_rz(__uint2float_rz(n) * inv_count);
-  const long long rem = static_cast<long long>(n) - static_cast<long long>(q) * count;
-  if (rem < 0) --q;
-  else if (rem >= count) ++q;
-  return q;
-}
-
 template <class T, int TH, int kBatch>
 __global__ void __launch_bounds__(kThreadsX * kThreadsY)
 box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
@@ -287,33 +279,6 @@ box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
     o[3] = static_cast<T>(divide_round(s.w, count, inv_count));
     store4<T>(row_at(dst, dst_pitch, y), x0 + c, width, o, full);
   }
-}
-
-// Dynamic shared memory a block may opt in to on the current device, and the
-// opt-in itself, once per kernel and device (function attributes are per device).
-int device_index() {
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  return dev;
-}
-
-std::size_t shared_limit() {
-  static std::atomic<int> cached[64] = {};
-  const int dev = device_index();
-  int v = cached[dev & 63].load(std::memory_order_relaxed);
-  if (v == 0) {
-    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    cached[dev & 63].store(v, std::memory_order_relaxed);
-  }
-  return static_cast<std::size_t>(v);
-}
-
-template <class Kernel>
-void opt_in_shared(Kernel kernel, std::atomic<unsigned long long>& done) {
-  const unsigned long long bit = 1ull << (device_index() & 63);
-  if (done.load(std::memory_order_relaxed) & bit) return;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_limit())));
-  done.fetch_or(bit, std::memory_order_relaxed);
 }
 
 // ---- Sliding windows in registers, no shared memory (small radii).

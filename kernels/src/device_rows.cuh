@@ -1,7 +1,14 @@
 #pragma once
-// Device helpers the blur kernels share (blur.cu, blur_tiled.cu): row y of a
-// pitch-linear plane, and a float result rounded half up and clamped to T.
+// Helpers the blur kernels share (blur.cu, blur_tiled.cu, blur_running.cu):
+// row y of a pitch-linear plane, a float result rounded half up and clamped
+// to T, exact rounded box quotients, and the shared-memory opt-in.
+#include <cuda_runtime_api.h>
+
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
+
+#include "streamblur/kernels/cuda_check.hpp"
 
 namespace streamblur::cuda::detail {
 
@@ -18,6 +25,71 @@ template <class T>
 __device__ __forceinline__ T round_clamp(float v) {
   constexpr float kMax = static_cast<float>(static_cast<T>(~T(0)));
   return static_cast<T>(fminf(fmaxf(floorf(v + 0.5f), 0.0f), kMax));
+}
+
+// round(sum / count), half up, exact for sum < 2^32: a float quotient is
+// within one of the truth for the sums a blur produces, then corrected.
+__device__ __forceinline__ uint32_t divide_round(uint32_t sum, uint32_t count, float inv_count) {
+  const uint32_t n = sum + (count >> 1);
+  uint32_t q = __float2uint_rz(__uint2float_rz(n) * inv_count);
+  const long long rem = static_cast<long long>(n) - static_cast<long long>(q) * count;
+  if (rem < 0) --q;
+  else if (rem >= count) ++q;
+  return q;
+}
+
+// The same for 64-bit sums (< 2^53, so exact in a double): a double quotient,
+// then corrected.
+__device__ __forceinline__ unsigned long long divide_round(unsigned long long sum, unsigned long long count,
+                                                           double inv_count) {
+  const unsigned long long n = sum + (count >> 1);
+  unsigned long long q = static_cast<unsigned long long>(static_cast<double>(n) * inv_count);
+  const long long rem = static_cast<long long>(n) - static_cast<long long>(q * count);
+  if (rem < 0) --q;
+  else if (rem >= static_cast<long long>(count)) ++q;
+  return q;
+}
+
+// Dynamic shared memory a block may opt in to on the current device, and the
+// opt-in itself, once per kernel and device (function attributes are per device).
+inline int device_index() {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  return dev;
+}
+
+inline std::size_t shared_limit() {
+  static std::atomic<int> cached[64] = {};
+  const int dev = device_index();
+  int v = cached[dev & 63].load(std::memory_order_relaxed);
+  if (v == 0) {
+    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    cached[dev & 63].store(v, std::memory_order_relaxed);
+  }
+  return static_cast<std::size_t>(v);
+}
+
+// The current device's multiprocessors.
+inline int multiprocessors() {
+  static std::atomic<int> cached[64] = {};
+  const int dev = device_index();
+  int v = cached[dev & 63].load(std::memory_order_relaxed);
+  if (v == 0) {
+    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    cached[dev & 63].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+// static_bytes: the kernel's own static shared memory, which the opt-in
+// limit includes.
+template <class Kernel>
+inline void opt_in_shared(Kernel kernel, std::atomic<unsigned long long>& done, std::size_t static_bytes = 0) {
+  const unsigned long long bit = 1ull << (device_index() & 63);
+  if (done.load(std::memory_order_relaxed) & bit) return;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(shared_limit() - static_bytes)));
+  done.fetch_or(bit, std::memory_order_relaxed);
 }
 
 }  // namespace streamblur::cuda::detail

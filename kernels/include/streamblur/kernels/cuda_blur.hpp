@@ -20,13 +20,16 @@ namespace streamblur::cuda {
 // an H200); the others force one, for tests and the benchmark. Register: the
 // register-blocked fused kernels for one-channel planes (radius <= 32).
 // Sliding: sliding windows in registers with warp shuffles, no shared memory,
-// for one-channel planes (Gaussian radius <= 6, box radius 1..4, rx == ry). A
-// forced path falls back (sliding to register, register to fused, fused to
-// two passes) where it cannot run: interleaved channels, a radius or tile too
-// large for the kernel or the device's shared memory.
-enum class BlurPath { Auto, Fused, TwoPass, Register, Sliding };
+// for one-channel planes (Gaussian radius <= 6, box radius 1..4, rx == ry).
+// Running: box only; running sums whose cost does not grow with the radius,
+// for planes of one or two interleaved channels up to 8192 samples wide. A
+// forced path falls back (running and sliding to register, register to
+// fused, fused to two passes) where it cannot run: a Gaussian (running),
+// interleaved channels, a radius or tile too large for the kernel or the
+// device's shared memory.
+enum class BlurPath { Auto, Fused, TwoPass, Register, Sliding, Running };
 
-// "auto", "fused", "two-pass", "register", "sliding".
+// "auto", "fused", "two-pass", "register", "sliding", "running".
 const char* path_name(BlurPath path) noexcept;
 
 class GaussianBlur {
@@ -66,7 +69,7 @@ class BoxBlur {
  private:
   int radius_x_, radius_y_;
   BlurPath path_ = BlurPath::Auto;
-  DeviceBuffer scratch_;   // uint32 horizontal sums
+  DeviceBuffer scratch_;   // uint32 horizontal sums, or an in-place output and the running path's band sums
 };
 
 // Rounds every sample to the nearest multiple of 1 << shift (clamped to the

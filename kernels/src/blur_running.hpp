@@ -1,0 +1,32 @@
+#pragma once
+// Box blurs whose cost does not grow with the radius (see blur_running.cu).
+// Internal to streamblur_kernels: cuda::BoxBlur calls them for
+// BlurPath::Running and, under Auto, for the radii where they are fastest.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace streamblur::cuda::running {
+
+// The widest row the row kernel takes, in samples (its shared memory holds a
+// row of column sums and their prefix), and the channel counts it takes
+// (planes of one sample per pixel, and interleaved UV pairs).
+inline constexpr int kMaxSamples = 8192;
+inline constexpr int kMaxChannels = 2;
+
+// Whether a width x channels plane of `sample_bytes` samples with box radii
+// rx, ry fits the path on the current device.
+bool fits(int width, int channels, std::size_t sample_bytes, int rx, int ry);
+
+// Device scratch the path needs for a plane (column sums at band edges).
+std::size_t scratch_bytes(int width, int channels, int height);
+
+// Launch on `stream`; src != dst. `scratch`: scratch_bytes(width, channels,
+// height) bytes of device memory, 4-byte aligned. Throws std::invalid_argument
+// where fits() is false, CudaError on a launch failure.
+template <class T>
+void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
+         int channels, int rx, int ry, void* scratch, cudaStream_t stream);
+
+}  // namespace streamblur::cuda::running
