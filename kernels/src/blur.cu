@@ -381,12 +381,17 @@ enum class Kernel { Sliding, Register, Running, FusedX4, Fused, TwoPass };
 // Interleaved channels: the generic fused kernel up to ry = 3, else two passes.
 constexpr long long kLargePlaneSamples = 4'000'000;
 // Boxes from this radius (rx or ry) take the running sums, whose cost does
-// not grow with the radius: one-channel planes beyond the register path's
-// reach (at r = 30 the register kernels still win at 1080p: 21.8 us against
-// 36.5; at 4K they tie, 75 against 72), and interleaved pairs (UV) from r = 4,
-// where the generic fused kernel stops.
+// not grow with the radius (H200, 8- and 16-bit):
+// - one-channel planes beyond the register path's reach (at r = 30 the
+//   register kernels still win at 1080p, 21.8 us against 36.5; at 4K they tie,
+//   75 against 72);
+// - interleaved pairs (UV), where two passes are the alternative: from r = 16
+//   on planes of 4 M samples or more (1920x2160x2 r=16: running 91 us, two
+//   passes 96) and from r = 40 below (960x1080x2: running 50 us at every r,
+//   two passes 45 at r=30 and 76 at r=60).
 constexpr int kRunningFromRadius = 33;
-constexpr int kRunningFromRadius2 = 4;
+constexpr int kRunningFromRadiusPairsLarge = 16;
+constexpr int kRunningFromRadiusPairs = 40;
 
 template <class In>
 Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sample_bytes, int rx, int ry,
@@ -397,8 +402,8 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   const bool register_fits =
       one_channel && (weighted ? tiled::gauss_fits(rx, ry, sample_bytes) : tiled::box_fits(rx, ry, sample_bytes));
   const bool running_fits = !weighted && running::fits(samples / channels, channels, sample_bytes, rx, ry);
-  if (path == BlurPath::Auto && running_fits && std::max(rx, ry) >= (one_channel ? kRunningFromRadius : kRunningFromRadius2))
-    return Kernel::Running;
+  const int running_from = one_channel ? kRunningFromRadius : large ? kRunningFromRadiusPairsLarge : kRunningFromRadiusPairs;
+  if (path == BlurPath::Auto && running_fits && std::max(rx, ry) >= running_from) return Kernel::Running;
   if (path == BlurPath::Running && running_fits) return Kernel::Running;
   if (path == BlurPath::Running) path = BlurPath::Register;
   if (path == BlurPath::Auto && one_channel) {
