@@ -56,21 +56,46 @@ constexpr int kPixelsPerThread = 8;  // row kernel: pixels each thread scans
 // An upper bound on the row kernel's static shared memory (cub's scan storage).
 constexpr std::size_t kStaticShared = 2048;
 
-// V consecutive samples of a row as 32-bit values: one 4- or 8-byte load
-// where the caller checked alignment (V = 4), else one sample (V = 1).
-template <int V, class T>
-__device__ __forceinline__ void load_samples(const T* p, uint32_t v[V]) {
+// V consecutive samples of a row: one 4- or 8-byte load where the caller
+// checked alignment (V = 4), else one sample (V = 1); then as 32-bit values.
+template <class T, int V> struct Raw { using type = T; };
+template <> struct Raw<uint8_t, 4> { using type = uint32_t; };
+template <> struct Raw<uint16_t, 4> { using type = uint2; };
+
+template <class T, int V>
+__device__ __forceinline__ typename Raw<T, V>::type load_raw(const T* p) {
+  return *reinterpret_cast<const typename Raw<T, V>::type*>(p);
+}
+template <int V, class R>
+__device__ __forceinline__ void unpack(R w, uint32_t v[V]) {
   if constexpr (V == 1) {
-    v[0] = p[0];
-  } else if constexpr (sizeof(T) == 1) {
-    const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
+    v[0] = w;
+  } else if constexpr (sizeof(R) == 4) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) v[j] = (w >> (8 * j)) & 0xffu;
   } else {
-    const uint2 w = *reinterpret_cast<const uint2*>(p);
     v[0] = w.x & 0xffffu; v[1] = w.x >> 16; v[2] = w.y & 0xffffu; v[3] = w.y >> 16;
   }
 }
+
+// The rows [y0, y1) of a segment at column s, loaded all at once where the
+// segment is whole (a thread's loads are then all in flight together: one
+// at a time, the column kernels were bound by memory latency).
+template <class T, int V>
+struct SegmentRows {
+  typename Raw<T, V>::type raw[kSegmentRows];
+  int count;
+  __device__ __forceinline__ SegmentRows(const T* src, std::ptrdiff_t pitch, int s, int y0, int y1) : count(y1 - y0) {
+    if (count == kSegmentRows) {
+#pragma unroll
+      for (int r = 0; r < kSegmentRows; ++r) raw[r] = load_raw<T, V>(row_ptr(src, pitch, y0 + r) + s);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kSegmentRows; ++r)
+        if (r < count) raw[r] = load_raw<T, V>(row_ptr(src, pitch, y0 + r) + s);
+    }
+  }
+};
 
 // ---- 1. Column sums over segments of kSegmentRows rows; each thread takes V
 // adjacent columns.
@@ -80,11 +105,13 @@ segment_sums(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int h
   const int s = (blockIdx.x * kColumnThreads + threadIdx.x) * V;
   if (s >= samples) return;
   const int y0 = blockIdx.y * kSegmentRows, y1 = min(height, y0 + kSegmentRows);
+  const SegmentRows<T, V> rows(src, pitch, s, y0, y1);
   uint32_t sum[V] = {};
-#pragma unroll 8
-  for (int y = y0; y < y1; ++y) {
+#pragma unroll
+  for (int r = 0; r < kSegmentRows; ++r) {
+    if (r >= rows.count) break;
     uint32_t v[V];
-    load_samples<V>(row_ptr(src, pitch, y) + s, v);
+    unpack<V>(rows.raw[r], v);
 #pragma unroll
     for (int j = 0; j < V; ++j) sum[j] += v[j];
   }
@@ -104,19 +131,27 @@ band_prefixes(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int 
   if (s >= samples) return;
   const int k = blockIdx.y;
   const int y0 = k * kSegmentRows, y1 = min(height, y0 + kSegmentRows);
+  const SegmentRows<T, V> rows(src, pitch, s, y0, y1);  // in flight while the offsets add up
   uint32_t q[V] = {};  // Q(y), modulo 2^32
-  for (int i = 0; i < k; ++i)
-#pragma unroll
-    for (int j = 0; j < V; ++j) q[j] += seg[static_cast<std::size_t>(i) * samples + s + j];
+#pragma unroll 8
+  for (int i = 0; i < k; ++i) {
+    const uint32_t* p = seg + static_cast<std::size_t>(i) * samples + s;
+    if constexpr (V == 4) {
+      const uint4 w = *reinterpret_cast<const uint4*>(p);
+      q[0] += w.x; q[1] += w.y; q[2] += w.z; q[3] += w.w;
+    } else {
+      q[0] += p[0];
+    }
+  }
   // The first band whose row b L + ry + 1 (resp. b L - ry) is >= y0.
   int ba = y0 - ry - 1 <= 0 ? 0 : (y0 - ry - 1 + band_rows - 1) / band_rows;
   int ya = ba * band_rows + ry + 1;
   int bb = (y0 + ry + band_rows - 1) / band_rows;
   int yb = bb * band_rows - ry;
-#pragma unroll 4
-  for (int y = y0; y < y1; ++y) {
-    uint32_t v[V];
-    load_samples<V>(row_ptr(src, pitch, y) + s, v);
+#pragma unroll
+  for (int r = 0; r < kSegmentRows; ++r) {
+    if (r >= rows.count) break;
+    const int y = y0 + r;
     if (y == ya) {
       if (ba < bands)
 #pragma unroll
@@ -131,6 +166,8 @@ band_prefixes(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int 
       ++bb;
       yb += band_rows;
     }
+    uint32_t v[V];
+    unpack<V>(rows.raw[r], v);
 #pragma unroll
     for (int j = 0; j < V; ++j) q[j] += v[j];
   }
@@ -154,13 +191,38 @@ struct VecAdd {
   }
 };
 
-// Shared-memory index with one word of padding per 32: the scan's threads read
-// 8 or 16 consecutive entries each, which would otherwise share banks.
-__host__ __device__ __forceinline__ int pad(int i) { return i + (i >> 5); }
+// The rounded quotient (n + d / 2) / d of a 32-bit sum by a fixed d >= 2, by
+// multiplication (Granlund and Montgomery's round-up method, exact for every
+// 32-bit n): the float quotient's two conversions were a large part of the
+// row kernel's instructions.
+struct Divider {
+  uint32_t magic;
+  int shift;  // ceil(log2 d) - 1
+  uint32_t half;
+};
+inline Divider make_divider(uint32_t d) {
+  int l = 0;
+  while ((uint64_t{1} << l) < d) ++l;
+  const uint32_t magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << l) - d)) / d + 1);
+  return {magic, l - 1, d / 2};
+}
+__device__ __forceinline__ uint32_t divide_round(uint32_t sum, uint32_t count, const Divider& dv) {
+  (void)count;
+  const uint32_t n = sum + dv.half;
+  const uint32_t t = __umulhi(dv.magic, n);
+  return (t + ((n - t) >> 1)) >> dv.shift;
+}
 
 template <class Acc> struct Quotient;
-template <> struct Quotient<uint32_t> { using Inv = float; };
+template <> struct Quotient<uint32_t> { using Inv = Divider; };
 template <> struct Quotient<unsigned long long> { using Inv = double; };
+
+// Dynamic shared memory of the row kernel: the prefix (Acc) of a row of
+// kBlock * kPixelsPerThread pixels plus its total, then the column sums.
+template <class Acc>
+__host__ __device__ constexpr std::size_t prefix_bytes(int capacity) {
+  return (static_cast<std::size_t>(capacity) * sizeof(Acc) + 15) / 16 * 16;
+}
 
 template <class T, class Acc, int C, int kBlock>
 __global__ void __launch_bounds__(kBlock)
@@ -170,17 +232,21 @@ box_rows(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ ds
          typename Quotient<Acc>::Inv inv_count) {
   using V = Vec<Acc, C>;
   using Scan = cub::BlockScan<V, kBlock, cub::BLOCK_SCAN_WARP_SCANS>;
+  constexpr int kItems = kPixelsPerThread * C;  // consecutive samples a thread scans (a multiple of 4)
+  constexpr int kCapacity = kBlock * kItems;    // samples a row may have
   __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ uint32_t edges[2][C];  // the row's first and last pixels' column sums
   extern __shared__ __align__(16) unsigned char smem[];
   const int samples = width * C;
-  Acc* prefix = reinterpret_cast<Acc*>(smem);  // pad((width + 1) * C) + 1 entries
-  uint32_t* sums = reinterpret_cast<uint32_t*>(prefix + pad((width + 1) * C) + 1);  // pad(samples) + 1
+  Acc* prefix = reinterpret_cast<Acc*>(smem);  // kCapacity + C entries
+  uint32_t* sums = reinterpret_cast<uint32_t*>(smem + prefix_bytes<Acc>(kCapacity + C));  // kCapacity
   const int t = threadIdx.x;
   const int y0 = blockIdx.x * band_rows, y1 = min(height, y0 + band_rows);
   const std::size_t band = blockIdx.x;
 
   // The window's column sums at row y0, from the band-edge prefixes; they
-  // stay in shared memory and slide down the band there.
+  // stay in shared memory and slide down the band there. Past the row's end
+  // they stay 0 for the scan.
   const T* first = src;
   const T* last = row_ptr(src, src_pitch, height - 1);
   auto q_at = [&](int y, const uint32_t* q, int s) -> uint32_t {
@@ -188,11 +254,12 @@ box_rows(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ ds
     if (y >= height) return qh[s] + static_cast<uint32_t>(y - height) * last[s];
     return q[band * samples + s];
   };
-  for (int s = t; s < samples; s += kBlock) sums[pad(s)] = q_at(y0 + ry + 1, qa, s) - q_at(y0 - ry, qb, s);
+  for (int s = t; s < kCapacity; s += kBlock)
+    sums[s] = s < samples ? q_at(y0 + ry + 1, qa, s) - q_at(y0 - ry, qb, s) : 0u;
 
   // The samples entering and leaving the window at the next row, loaded a row
   // ahead so that their latency hides behind this row's scan and outputs.
-  constexpr int kOwned = kPixelsPerThread * C;  // samples t, t + kBlock, ...
+  constexpr int kOwned = kItems;  // samples t, t + kBlock, ...
   T entering[kOwned], leaving[kOwned];
   auto fetch = [&](int y) {
     const T* in = row_ptr(src, src_pitch, min(y + ry, height - 1));
@@ -213,54 +280,68 @@ box_rows(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ ds
 #pragma unroll
       for (int k = 0; k < kOwned; ++k) {
         const int s = t + k * kBlock;
-        if (s < samples) sums[pad(s)] += static_cast<uint32_t>(entering[k]) - static_cast<uint32_t>(leaving[k]);
+        if (s < samples) sums[s] += static_cast<uint32_t>(entering[k]) - static_cast<uint32_t>(leaving[k]);
       }
       if (y + 1 < y1) fetch(y + 1);
     }
     __syncthreads();
 
     // Exclusive prefix of the column sums along the row, per channel: each
-    // thread takes kPixelsPerThread consecutive pixels.
+    // thread takes kItems consecutive samples (16-byte shared loads/stores).
+    uint32_t item[kItems];
+#pragma unroll
+    for (int q = 0; q < kItems / 4; ++q) {
+      const uint4 w = reinterpret_cast<const uint4*>(sums + t * kItems)[q];
+      item[4 * q] = w.x; item[4 * q + 1] = w.y; item[4 * q + 2] = w.z; item[4 * q + 3] = w.w;
+    }
     V total{};
-    const int px0 = t * kPixelsPerThread;
 #pragma unroll
-    for (int i = 0; i < kPixelsPerThread; ++i)
-      if (px0 + i < width)
-#pragma unroll
-        for (int c = 0; c < C; ++c) total.v[c] += sums[pad((px0 + i) * C + c)];
+    for (int i = 0; i < kItems; ++i) total.v[i % C] += item[i];
     V run, aggregate;
     Scan(scan_storage).ExclusiveScan(total, run, V{}, VecAdd<Acc, C>{}, aggregate);
+    Acc out_prefix[kItems];
 #pragma unroll
-    for (int i = 0; i < kPixelsPerThread; ++i)
-      if (px0 + i < width)
+    for (int i = 0; i < kItems; ++i) {
+      out_prefix[i] = run.v[i % C];
+      run.v[i % C] += item[i];
+    }
+    if constexpr (sizeof(Acc) == 4) {
 #pragma unroll
-        for (int c = 0; c < C; ++c) {
-          const int j = (px0 + i) * C + c;
-          prefix[pad(j)] = run.v[c];
-          run.v[c] += sums[pad(j)];
-        }
+      for (int q = 0; q < kItems / 4; ++q)
+        reinterpret_cast<uint4*>(prefix + t * kItems)[q] =
+            make_uint4(out_prefix[4 * q], out_prefix[4 * q + 1], out_prefix[4 * q + 2], out_prefix[4 * q + 3]);
+    } else {
+#pragma unroll
+      for (int q = 0; q < kItems / 2; ++q)
+        reinterpret_cast<ulonglong2*>(prefix + t * kItems)[q] = make_ulonglong2(out_prefix[2 * q], out_prefix[2 * q + 1]);
+    }
     if (t == 0)
 #pragma unroll
-      for (int c = 0; c < C; ++c) prefix[pad(width * C + c)] = aggregate.v[c];
+      for (int c = 0; c < C; ++c) {
+        prefix[kCapacity + c] = aggregate.v[c];  // the total, when the row fills the capacity
+        edges[0][c] = sums[c];
+        edges[1][c] = sums[(width - 1) * C + c];
+      }
     __syncthreads();
 
     // Each output: P(x + rx + 1) - P(x - rx), P extended past the row's ends
-    // by the edge pixel's column sum.
+    // by the edge pixel's column sum. P(width) is the total (the prefix past
+    // the row's last pixel, where the column sums are 0).
     T* o = row_ptr(dst, dst_pitch, y);
+    const Acc* total_at = prefix + (samples == kCapacity ? kCapacity : samples);
 #pragma unroll 4
     for (int s = t; s < samples; s += kBlock) {
       const int x = s / C, c = s - x * C;
       auto p_at = [&](int i) -> Acc {
-        if (i <= 0) return static_cast<Acc>(static_cast<long long>(i)) * static_cast<Acc>(sums[pad(c)]);
-        if (i >= width)
-          return prefix[pad(width * C + c)] +
-                 static_cast<Acc>(i - width) * static_cast<Acc>(sums[pad((width - 1) * C + c)]);
-        return prefix[pad(i * C + c)];
+        if (i <= 0) return static_cast<Acc>(static_cast<long long>(i)) * static_cast<Acc>(edges[0][c]);
+        if (i >= width) return total_at[c] + static_cast<Acc>(i - width) * static_cast<Acc>(edges[1][c]);
+        return prefix[i * C + c];
       };
       const Acc sum = p_at(x + rx + 1) - p_at(x - rx);
       o[s] = static_cast<T>(divide_round(sum, count, inv_count));
     }
-    __syncthreads();  // sums[] slides and the scan storage is reused next row
+    // No barrier here: the next row's first one keeps its writes to sums[],
+    // prefix[], edges[] and the scan storage after every thread's outputs.
   }
 }
 
@@ -275,7 +356,8 @@ int block_threads(int width) {
 
 template <class Acc>
 std::size_t row_shared_bytes(int width, int channels) {
-  return (pad((width + 1) * channels) + 1) * sizeof(Acc) + (pad(width * channels) + 1) * sizeof(uint32_t);
+  const int capacity = block_threads(width) * kPixelsPerThread * channels;
+  return prefix_bytes<Acc>(capacity + channels) + static_cast<std::size_t>(capacity) * sizeof(uint32_t);
 }
 
 bool wide_sums(std::size_t sample_bytes, int rx, int ry) {
@@ -308,7 +390,9 @@ void launch_rows(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t 
   const std::size_t shared = row_shared_bytes<Acc>(width, C);
   if (shared + kStaticShared > 48 * 1024) detail::opt_in_shared(kernel, opted, kStaticShared);
   const Acc count = static_cast<Acc>(2 * rx + 1) * static_cast<Acc>(2 * ry + 1);
-  const typename Quotient<Acc>::Inv inv = typename Quotient<Acc>::Inv(1) / static_cast<typename Quotient<Acc>::Inv>(count);
+  typename Quotient<Acc>::Inv inv;
+  if constexpr (sizeof(Acc) == 4) inv = make_divider(count);
+  else inv = 1.0 / static_cast<double>(count);
   kernel<<<bands, kBlock, shared, stream>>>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, qa, qb, qh,
                                             count, inv);
 }
@@ -330,7 +414,7 @@ void launch_rows(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t 
 
 bool fits(int width, int channels, std::size_t sample_bytes, int rx, int ry) {
   if (channels < 1 || channels > kMaxChannels || width < 1 || width * channels > kMaxSamples) return false;
-  if (rx < 0 || ry < 0 || rx > 4096 || ry > 4096) return false;
+  if (rx < 0 || ry < 0 || rx > 4096 || ry > 4096 || rx + ry == 0) return false;
   const std::size_t shared = wide_sums(sample_bytes, rx, ry) ? row_shared_bytes<unsigned long long>(width, channels)
                                                               : row_shared_bytes<uint32_t>(width, channels);
   return shared + kStaticShared <= detail::shared_limit();
