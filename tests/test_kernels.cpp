@@ -669,6 +669,9 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::BoxBlur(8).path_taken(960, 540, 2, 1), P::TwoPass);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(960, 540, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(16).path_taken(1920, 2160, 2, 2), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 2160, 2, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(16).path_taken(960, 1080, 2, 1), P::TwoPass);
+  EXPECT_EQ(cuda::BoxBlur(20).path_taken(960, 1080, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(9000, 100, 1, 1), P::TwoPass);  // wider than the running kernels take
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(640, 360, 3, 1), P::TwoPass);
   // A forced path that cannot run falls back: sliding -> register -> fused

@@ -385,13 +385,13 @@ constexpr long long kLargePlaneSamples = 4'000'000;
 // - one-channel planes beyond the register path's reach (at r = 30 the
 //   register kernels still win at 1080p, 21.8 us against 36.5; at 4K they tie,
 //   75 against 72);
-// - interleaved pairs (UV), where two passes are the alternative: from r = 16
-//   on planes of 4 M samples or more (1920x2160x2 r=16: running 91 us, two
-//   passes 96) and from r = 40 below (960x1080x2: running 50 us at every r,
-//   two passes 45 at r=30 and 76 at r=60).
+// - interleaved pairs (UV), where two passes are the alternative: from r = 8
+//   on planes of 4 M samples or more (1920x2160x2 r=8: running 68.5 us, two
+//   passes 76.2) and from r = 20 below (960x1080x2: running 34 us at every r,
+//   two passes 31.2 at r=16, 34.8 at r=20, 44.7 at r=30).
 constexpr int kRunningFromRadius = 33;
-constexpr int kRunningFromRadiusPairsLarge = 16;
-constexpr int kRunningFromRadiusPairs = 40;
+constexpr int kRunningFromRadiusPairsLarge = 8;
+constexpr int kRunningFromRadiusPairs = 20;
 
 template <class In>
 Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sample_bytes, int rx, int ry,
