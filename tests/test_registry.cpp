@@ -9,6 +9,7 @@
 //   of skipping).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -20,6 +21,7 @@
 
 #include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
@@ -141,6 +143,52 @@ TEST_P(RegistryFilter, CudaAgreesWithCpu) {
       for (size_t i = 0; i < a.size(); ++i) d.add(a[i], b[i], static_cast<int>(i), 0);
       EXPECT_TRUE(d.check(kRounding)) << "frame " << k << " plane " << p;
     }
+}
+
+// FilterChain::apply_from (the Python module's path for CUDA arrays): where
+// the first filter can write a new plane, the chain from a source plane into
+// a separate one equals a copy and the chain in place, bit for bit, and the
+// source is left as it was; where it cannot, it says so and does nothing.
+TEST_P(RegistryFilter, CudaIntoANewPlaneEqualsInPlace) {
+  SBTEST_SKIP_WITHOUT_GPU();
+  for (int bytes : {1, 2}) {
+    const FrameLayout layout = *native_layout(bytes == 1 ? AV_PIX_FMT_GRAY8 : AV_PIX_FMT_GRAY16LE, 61, 37);
+    const PlaneLayout& pl = layout.planes[0];
+    const std::ptrdiff_t pitch = static_cast<std::ptrdiff_t>(pl.width) * bytes + 24;
+    const std::size_t size = static_cast<std::size_t>(pitch) * pl.height;
+    std::vector<unsigned char> host(size);
+    std::mt19937 rng(fresh_seed());
+    for (auto& v : host) v = static_cast<unsigned char>(rng());
+    cuda::DeviceBuffer src(size), in_place(size), into(size);
+    CUDA_CHECK(cudaMemcpy(src.get(), host.data(), size, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(in_place.get(), host.data(), size, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(into.get(), 0x5A, size));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    auto plane = [&](cuda::DeviceBuffer& b) { return AnyPlane{b.get(), pl.width, pl.height, pitch, pl.channels, bytes}; };
+    cuda::CudaStream stream;
+    FilterChain a(parse_filter_chain(GetParam().spec)), b(parse_filter_chain(GetParam().spec));
+    a.configure(layout, Backend::Cuda);
+    b.configure(layout, Backend::Cuda);
+    a.apply({plane(in_place)}, 1, stream.get());
+    const bool went_into = b.apply_from({plane(src)}, {plane(into)}, 1, stream.get());
+    stream.synchronize();
+    const std::string name = GetParam().spec.substr(0, GetParam().spec.find('='));
+    EXPECT_EQ(went_into, name == "gblur" || name == "boxblur") << "which filters write a new plane";
+    std::vector<unsigned char> got(size), want(size), src_after(size);
+    CUDA_CHECK(cudaMemcpy(want.data(), in_place.get(), size, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(got.data(), into.get(), size, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(src_after.data(), src.get(), size, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(src_after, host) << "the source plane changed";
+    const std::size_t row = static_cast<std::size_t>(pl.width) * bytes;
+    for (int y = 0; y < pl.height; ++y) {
+      const std::size_t o = static_cast<std::size_t>(y) * pitch;
+      if (went_into)
+        ASSERT_TRUE(std::equal(got.begin() + o, got.begin() + o + row, want.begin() + o)) << "row " << y << " bytes " << bytes;
+      else
+        ASSERT_TRUE(std::all_of(got.begin() + o, got.begin() + o + pitch, [](unsigned char v) { return v == 0x5A; }))
+            << "it said no, but wrote row " << y;
+    }
+  }
 }
 
 TEST(Registry, EveryFilterHasCases) {

@@ -125,6 +125,10 @@ class BlurFilterBase : public Filter {
     if (!fields_ || d.height < 2) return apply_plane(p, d, stream);
     for (const AnyPlane& field : field_views(d)) apply_plane(p, field, stream);
   }
+  bool filters_into() const final { return !fields_ && plane_filters_into(); }
+  void apply_from(int p, const AnyPlane& src, const AnyPlane& dst, cudaStream_t stream) final {
+    apply_plane_from(p, src, dst, stream);
+  }
 
   void configure(const FrameLayout& layout, Backend backend) override {
     backend_ = backend;
@@ -158,6 +162,9 @@ class BlurFilterBase : public Filter {
   virtual void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) = 0;
   // Blurs one plane (or one field of it) in place.
   virtual void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) = 0;
+  // The same from src into dst, where plane_filters_into().
+  virtual bool plane_filters_into() const { return false; }
+  virtual void apply_plane_from(int, const AnyPlane&, const AnyPlane&, cudaStream_t) {}
   std::string fields_note() const { return fields_ ? ",fields=1" : ""; }
   std::string name_;
   unsigned planes_;
@@ -180,6 +187,13 @@ class TypedFilter : public BlurFilterBase {
     auto& self = static_cast<Derived&>(*this);
     if (d.bytes_per_sample == 1) self.template run<uint8_t>(p, typed<uint8_t>(d), stream);
     else self.template run<uint16_t>(p, typed<uint16_t>(d), stream);
+  }
+  void apply_plane_from(int p, const AnyPlane& s, const AnyPlane& d, cudaStream_t stream) final {
+    auto& self = static_cast<Derived&>(*this);
+    if constexpr (requires(Plane<uint8_t> a) { self.template run_from<uint8_t>(p, a, a, stream); }) {
+      if (d.bytes_per_sample == 1) self.template run_from<uint8_t>(p, typed<uint8_t>(s), typed<uint8_t>(d), stream);
+      else self.template run_from<uint16_t>(p, typed<uint16_t>(s), typed<uint16_t>(d), stream);
+    }
   }
 };
 
@@ -242,6 +256,12 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
     if (this->backend_ == Backend::Cuda) run_gpu<T>(*gpu_[p], plane, stream);
     else run_cpu<T>(*cpu_[p], plane, tmp_[p]);
   }
+  // CUDA blurs read src and write dst (unsharp works in place only).
+  static constexpr bool kGpuInto = !std::is_same_v<GpuOp, cuda::Unsharp>;
+  template <class T>
+  void run_from(int p, Plane<T> src, Plane<T> dst, cudaStream_t stream) {
+    if constexpr (kGpuInto) gpu_[p]->template apply<T>(Plane<const T>(src), dst, stream);
+  }
   std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
 
  private:
@@ -256,6 +276,7 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
       cpu_[p] = std::apply([](const auto&... a) { return std::make_unique<CpuOp>(a...); }, params);
     }
   }
+  bool plane_filters_into() const final { return kGpuInto && this->backend_ == Backend::Cuda; }
   std::array<std::unique_ptr<CpuOp>, 4> cpu_;
   std::array<std::unique_ptr<GpuOp>, 4> gpu_;
   std::array<std::vector<typename CpuScratch<CpuOp>::type>, 4> tmp_;

@@ -243,6 +243,19 @@ void FilterChain::apply(const std::array<AnyPlane, 4>& planes, int num_planes, c
   if (sample_shift_ != 0) shift_touched(-sample_shift_);
 }
 
+bool FilterChain::apply_from(const std::array<AnyPlane, 4>& src, const std::array<AnyPlane, 4>& dst, int num_planes,
+                             cudaStream_t stream) {
+  if (filters_.empty() || sample_shift_ != 0 || !filters_.front()->filters_into()) return false;
+  for (int p = 0; p < num_planes; ++p)
+    if (!filters_.front()->touches(p)) return false;  // an untouched plane would need a copy
+  for (auto& f : filters_) f->begin_frame({});
+  for (int p = 0; p < num_planes; ++p) filters_.front()->apply_from(p, src[p], dst[p], stream);
+  for (std::size_t i = 1; i < filters_.size(); ++i)
+    for (int p = 0; p < num_planes; ++p)
+      if (filters_[i]->touches(p)) filters_[i]->apply(p, dst[p], stream);
+  return true;
+}
+
 std::size_t FilterChain::device_bytes() const {
   std::size_t n = 0;
   for (const auto& f : filters_) n += f->device_bytes();

@@ -309,6 +309,7 @@ std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const Frame
 // callback. Guarded by the GIL.
 struct QueuedCall {
   cuda::CudaEvent done;  // recorded after the call's work
+  int device = 0;        // where the event was made
   InArray src;
   OutArray dst;
 };
@@ -316,6 +317,26 @@ std::vector<std::unique_ptr<QueuedCall>>& queued_calls() {
   static auto* calls = new std::vector<std::unique_ptr<QueuedCall>>();  // never destroyed: cleared at exit
   return *calls;
 }
+// Events of completed calls, with their device, for the next calls on that
+// device (creating one per call cost a driver call each time).
+std::mutex g_spare_events_mutex;
+std::vector<std::pair<int, cuda::CudaEvent>>& spare_events() {
+  static auto* events = new std::vector<std::pair<int, cuda::CudaEvent>>();  // never destroyed: the driver may be gone at exit
+  return *events;
+}
+cuda::CudaEvent take_event() {
+  const int device = current_device();
+  std::lock_guard<std::mutex> lock(g_spare_events_mutex);
+  auto& v = spare_events();
+  for (auto it = v.rbegin(); it != v.rend(); ++it)
+    if (it->first == device) {
+      cuda::CudaEvent e = std::move(it->second);
+      v.erase(std::next(it).base());
+      return e;
+    }
+  return cuda::CudaEvent();
+}
+
 // Drops the arrays of every queued call whose work has completed; with
 // wait=true waits for all first (module exit). Returns how many are still held.
 std::size_t release_queued_calls(bool wait) {
@@ -324,9 +345,14 @@ std::size_t release_queued_calls(bool wait) {
     nb::gil_scoped_release no_gil;
     for (auto& c : calls) cudaEventSynchronize(c->done.get());  // exit path: errors are not reported here
   }
-  std::erase_if(calls, [&](const std::unique_ptr<QueuedCall>& c) {
+  std::erase_if(calls, [&](std::unique_ptr<QueuedCall>& c) {
     const cudaError_t rc = cudaEventQuery(c->done.get());
-    return rc != cudaErrorNotReady;  // done, or failed (nothing left to protect)
+    if (rc == cudaErrorNotReady) return false;
+    if (rc == cudaSuccess && !wait) {  // done: its event serves again
+      std::lock_guard<std::mutex> lock(g_spare_events_mutex);
+      if (spare_events().size() < 64) spare_events().emplace_back(c->device, std::move(c->done));
+    }
+    return true;  // done, or failed (nothing left to protect)
   });
   return calls.size();
 }
@@ -342,13 +368,20 @@ std::unique_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& 
   try {
     CUDA_CHECK(cudaStreamWaitEvent(stream, entry->last_use.get(), 0));  // the previous user's work first
     if (dst.memory == Memory::Device && src.memory != Memory::Managed) {
-      copy_rows_cuda(src, dst, stream);
-      chain.apply({dst.plane()}, 1, stream);
+      // Straight from src into dst where the first filter can write a new
+      // plane (blurs), else a copy and the chain in place.
+      const auto* s0 = static_cast<const unsigned char*>(src.data);
+      const auto* d0 = static_cast<const unsigned char*>(dst.data);
+      const bool apart = s0 + src.extent() <= d0 || d0 + dst.extent() <= s0;
+      if (!apart || !chain.apply_from({src.plane()}, {dst.plane()}, 1, stream)) {
+        copy_rows_cuda(src, dst, stream);
+        chain.apply({dst.plane()}, 1, stream);
+      }
       entry->last_use.record(stream);
       // Device output: no host wait. The work is ordered on `stream`, as the
       // caller's own work on that stream is; the caller keeps the arrays
       // referenced until it has run (queued_calls).
-      auto done = std::make_unique<cuda::CudaEvent>();
+      auto done = std::make_unique<cuda::CudaEvent>(take_event());
       done->record(stream);
       return done;
     }
@@ -416,6 +449,7 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
   if (done) {  // with the GIL again: the references are Python's
     auto call = std::make_unique<QueuedCall>();
     call->done = std::move(*done);
+    call->device = current_device();  // run_filter_cuda recorded it on the current device
     call->src = src_arr;
     call->dst = dst_arr;
     queued_calls().push_back(std::move(call));

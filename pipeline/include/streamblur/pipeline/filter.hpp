@@ -64,6 +64,14 @@ class Filter {
   virtual void begin_frame(const FrameContext&) {}
   // See FilterReach (configure() first); nullopt: only the whole plane is right.
   virtual std::optional<FilterReach> reach(int /*plane*/) const { return std::nullopt; }
+  // Whether apply_from() can filter every plane it touches from a source
+  // plane into a separate destination (configure() first): CUDA blurs whose
+  // kernels read one plane and write another, without the copy in and the
+  // scratch round trip that in place costs.
+  virtual bool filters_into() const { return false; }
+  // src and dst: same shape, memory that does not overlap. Only where
+  // filters_into(); enqueued on `stream`.
+  virtual void apply_from(int /*plane*/, const AnyPlane& /*src*/, const AnyPlane& /*dst*/, cudaStream_t /*stream*/) {}
 };
 
 // ---- options table
@@ -205,6 +213,12 @@ class FilterChain {
   // planes: one per layout plane, same memory space as the backend.
   void apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream,
              const FrameContext& frame = {});
+  // The chain from src into dst (separate memory, same shapes), where its
+  // first filter writes every plane of dst from src (Filter::filters_into)
+  // and the rest run in place on dst. Returns false, having done nothing,
+  // where that is not so; the caller then copies and calls apply().
+  bool apply_from(const std::array<AnyPlane, 4>& src, const std::array<AnyPlane, 4>& dst, int num_planes,
+                  cudaStream_t stream);
   std::string describe() const;
   std::size_t device_bytes() const;
 
