@@ -1,6 +1,6 @@
 // streamblur-bench: throughput measurements, always as ratios against a
 // reference measured in the same run.
-//   streamblur-bench kernels [--json FILE] [--quick] [--filter gblur|boxblur|all] [--box-radii R,R,...] [--channels 1|2]
+//   streamblur-bench kernels [--json FILE] [--quick] [--filter gblur|boxblur|all] [--sigmas S,S,...] [--box-radii R,R,...] [--channels 1|2]
 //   streamblur-bench pipeline [--json FILE] [--frames N] [--no-nvdec] ...
 //   streamblur-bench scale [--streams 1,2,4,8] [--devices all] [--frames N] [--json FILE] ...
 //   streamblur-bench make-clip out.mp4 [--size WxH --frames N --no-audio]
@@ -31,8 +31,8 @@ extern "C" {
 namespace {
 
 void print_kernel_header(bool npp) {
-  std::printf("%-10s %4s %-8s %6s %5s %-9s %10s %9s %9s %9s %9s %9s %10s %8s", "size", "bits", "filter", "param", "taps",
-              "auto_path", "ours_us", "fused_us", "2pass_us", "reg_us", "slide_us", "run_us", "copy_us", "x_copy");
+  std::printf("%-10s %4s %-8s %6s %5s %-9s %10s %9s %9s %9s %9s %9s %9s %10s %8s", "size", "bits", "filter", "param", "taps",
+              "auto_path", "ours_us", "fused_us", "2pass_us", "reg_us", "slide_us", "run_us", "wide_us", "copy_us", "x_copy");
   if (npp) std::printf(" %10s %9s %8s", "npp_us", "npp/ours", "maxdiff");
   std::printf("\n");
 }
@@ -41,9 +41,9 @@ void print_kernel_row(const streamblur::bench::KernelResult& r) {
   char size[32];
   if (r.channels == 1) std::snprintf(size, sizeof size, "%dx%d", r.width, r.height);
   else std::snprintf(size, sizeof size, "%dx%dx%d", r.width, r.height, r.channels);
-  std::printf("%-10s %4d %-8s %6g %5d %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %8.2f", size, r.bits,
+  std::printf("%-10s %4d %-8s %6g %5d %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %8.2f", size, r.bits,
               r.filter.c_str(), r.param, r.taps, r.path.c_str(), r.ours_us, r.fused_us, r.two_pass_us, r.register_us,
-              r.sliding_us, r.running_us, r.copy_us, r.ours_us / r.copy_us);
+              r.sliding_us, r.running_us, r.wide_us, r.copy_us, r.ours_us / r.copy_us);
   if (r.npp_us >= 0) std::printf(" %10.1f %9.2f %8d", r.npp_us, r.npp_us / r.ours_us, r.npp_max_diff);
   std::printf("\n");
   std::fflush(stdout);
@@ -55,14 +55,15 @@ nlohmann::json kernel_json(const std::vector<streamblur::bench::KernelResult>& r
     j.push_back({{"width", r.width}, {"height", r.height}, {"channels", r.channels}, {"bits", r.bits}, {"filter", r.filter}, {"param", r.param},
                  {"taps", r.taps}, {"path", r.path}, {"ours_us", r.ours_us}, {"fused_us", r.fused_us},
                  {"two_pass_us", r.two_pass_us}, {"register_us", r.register_us}, {"sliding_us", r.sliding_us},
-                 {"running_us", r.running_us}, {"copy_us", r.copy_us},
+                 {"running_us", r.running_us}, {"wide_us", r.wide_us}, {"copy_us", r.copy_us},
                  {"ratio_to_copy", r.ours_us / r.copy_us},
                  {"npp_us", r.npp_us}, {"npp_max_diff", r.npp_max_diff}});
   return j;
 }
 
 std::vector<streamblur::bench::KernelResult> kernel_table(bool quick, const std::string& only = "all",
-                                                          const std::vector<int>& box_radii = {}, int channels = 1) {
+                                                          const std::vector<int>& box_radii = {}, int channels = 1,
+                                                          const std::vector<double>& sigmas = {}) {
   streamblur::bench::KernelBenchOptions opt;
   if (quick) {
     opt.sizes = {{640, 360}};
@@ -71,6 +72,7 @@ std::vector<streamblur::bench::KernelResult> kernel_table(bool quick, const std:
     opt.samples = 3;
   }
   if (!box_radii.empty()) opt.box_radii = box_radii;
+  if (!sigmas.empty()) opt.sigmas = sigmas;
   opt.channels = channels;
   if (only == "boxblur") opt.sigmas.clear();
   if (only == "gblur") opt.box_radii.clear();
@@ -191,6 +193,10 @@ int main(int argc, char** argv) {
   kernels->add_option("--box-radii", kernel_box_radii, "cuda: box radii to time, comma-separated (default 1,3,8,15,30,60,120,1000,4096)")
       ->delimiter(',')
       ->check(CLI::Range(0, streamblur::kMaxBoxRadius));
+  std::vector<double> kernel_sigmas;
+  kernels->add_option("--sigmas", kernel_sigmas, "cuda: Gaussian sigmas to time, comma-separated (default 1,2,5,10,20,40)")
+      ->delimiter(',')
+      ->check(CLI::Range(streamblur::kMinSigma, streamblur::kMaxSigma));
   std::string kernel_backend = "cuda";
   streamblur::bench::CpuKernelBenchOptions cpu_kopt;
   std::string cpu_size = "3840x2160";
@@ -305,7 +311,7 @@ int main(int argc, char** argv) {
                                         .dump(2)
                                  << "\n";
     } else if (*kernels) {
-      const auto results = kernel_table(quick, kernel_filter, kernel_box_radii, kernel_channels);
+      const auto results = kernel_table(quick, kernel_filter, kernel_box_radii, kernel_channels, kernel_sigmas);
       if (!json_path.empty()) std::ofstream(json_path) << nlohmann::json{{"kernels", kernel_json(results)}}.dump(2) << "\n";
     }
     if (*pipeline) {

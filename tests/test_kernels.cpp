@@ -533,7 +533,8 @@ struct DeviceImage {
 };
 
 const cuda::BlurPath kPaths[] = {cuda::BlurPath::Auto,     cuda::BlurPath::Fused,   cuda::BlurPath::TwoPass,
-                                 cuda::BlurPath::Register, cuda::BlurPath::Sliding, cuda::BlurPath::Running};
+                                 cuda::BlurPath::Register, cuda::BlurPath::Sliding, cuda::BlurPath::Running,
+                                 cuda::BlurPath::Wide};
 std::string path_label(cuda::BlurPath p) { return std::string("path ") + cuda::path_name(p); }
 
 // Runs `apply(src, dst, stream)` twice with two poisons: every sample must be
@@ -659,12 +660,25 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(1920, 1080, 1, 2), P::Register);
   EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(640, 360, 3, 1), P::Fused);
   EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(640, 360, 3, 1), P::TwoPass);
-  EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(3840, 2160, 1, 1), P::TwoPass);
+  EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(3840, 2160, 1, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(3840, 2160, 1, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(3840, 2160, 1, 2), P::Register);
+  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(3840, 2160, 1, 2), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(3840, 2160, 1, 1), P::Register);
+  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::GaussianBlur(11.0).path_taken(1920, 1080, 1, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(100.0).path_taken(1920, 1080, 1, 2), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(960, 540, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(960, 540, 2, 1), P::Fused);
+  EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(640, 360, 4, 1), P::TwoPass);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Fused);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(3840, 2160, 1, 2), P::Sliding);
   EXPECT_EQ(cuda::BoxBlur(3).path_taken(3840, 2160, 1, 1), P::Register);
   EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 1080, 1, 1), P::Register);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(1920, 1080, 1, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(24).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(24).path_taken(3840, 2160, 1, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(20).path_taken(3840, 2160, 1, 2), P::Register);
   EXPECT_EQ(cuda::BoxBlur(4096).path_taken(3840, 2160, 1, 2), P::Running);
   EXPECT_EQ(cuda::BoxBlur(8).path_taken(960, 540, 2, 1), P::TwoPass);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(960, 540, 2, 1), P::Running);
@@ -686,7 +700,12 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(huge.path_taken(640, 360, 1, 1), P::TwoPass);
   wide.set_path(P::Running);  // box only
   EXPECT_EQ(wide.path_taken(640, 360, 1, 1), P::Register);
+  huge.set_path(P::Wide);
+  EXPECT_EQ(huge.path_taken(640, 360, 2, 2), P::Wide);
+  EXPECT_EQ(huge.path_taken(640, 360, 3, 1), P::TwoPass);  // wide -> two passes
   cuda::BoxBlur packed(5);
+  packed.set_path(P::Wide);  // Gaussian only
+  EXPECT_EQ(packed.path_taken(640, 360, 1, 1), P::TwoPass);
   packed.set_path(P::Running);
   EXPECT_EQ(packed.path_taken(640, 360, 4, 1), P::Fused);  // running -> register -> fused
   EXPECT_EQ(packed.path_taken(640, 360, 2, 1), P::Running);
@@ -734,6 +753,47 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
   }
 }
 
+// The wide passes: radii from 0 to the largest a Gaussian takes (1024) in
+// either direction, windows far beyond the plane, row lengths around the
+// 16-sample groups and 512-sample warps, one and two channels, 8 and 16 bits,
+// plane starts that are not 16-byte aligned (single loads), in place and not.
+// Within 1 of the float64 reference, with close_to's limits on how many
+// samples differ and on their mean.
+TEST(CudaBlur, WideGaussAnyRadius) {
+  REQUIRE_GPU();
+  struct Case { Size s; int channels; int bytes; double sx, sy; int rx, ry; };
+  const Case cases[] = {
+      {{1, 1}, 1, 1, 3.0, 3.0, 9, 9},         {{1, 1}, 2, 2, 100.0, 100.0, 1024, 1024},
+      {{15, 3}, 1, 1, 2.0, 1.0, -1, 0},      {{16, 17}, 2, 1, 0.4, 5.0, -1, -1},
+      {{17, 40}, 1, 2, 20.0, 20.0, -1, -1},  {{511, 33}, 1, 1, 7.0, 0.6, -1, -1},
+      {{513, 35}, 2, 1, 4.0, 9.0, -1, -1},   {{1030, 70}, 1, 1, 60.0, 2.0, -1, -1},
+      {{300, 257}, 1, 2, 1.0, 45.0, -1, -1}, {{133, 90}, 2, 2, 100.0, 30.0, 300, 1024},
+  };
+  for (const Case& c : cases) {
+    const unsigned seed = fresh_seed();
+    SCOPED_TRACE(testing::Message() << c.s.w << "x" << c.s.h << "x" << c.channels << " bytes=" << c.bytes << " sigma="
+                                    << c.sx << "," << c.sy << " r=" << c.rx << "," << c.ry << " seed=" << seed);
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      auto src = random_image<T>(c.s.w, c.s.h, c.channels, seed, full_range<T>());
+      HostImage<T> want(c.s.w, c.s.h, c.channels);
+      reference::gaussian_blur<T>(src.cplane(), want.plane(), c.sx, c.sy, c.rx, c.ry);
+      cuda::GaussianBlur blur(c.sx, c.sy, c.rx, c.ry);
+      blur.set_path(cuda::BlurPath::Wide);
+      EXPECT_EQ(blur.path_taken(c.s.w, c.s.h, c.channels, sizeof(T)), cuda::BlurPath::Wide);
+      gpu_case<T>(src, want, 1, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
+      cuda::CudaStream stream;
+      DeviceImage<T> d(c.s.w, c.s.h, c.channels);
+      d.upload(src);
+      blur.apply<T>(Plane<const T>(d.plane()), d.plane(), stream.get());
+      stream.synchronize();
+      EXPECT_TRUE(close_to(d.download(), want, 1)) << "in place";
+    };
+    if (c.bytes == 1) run(uint8_t{});
+    else run(uint16_t{});
+  }
+}
+
 // A small set for compute-sanitizer racecheck, which is too slow for the
 // suites above: planes of 2 x 2 tiles or more, every path, the shared-memory
 // kernels' radius buckets at both ends.
@@ -743,6 +803,7 @@ TEST(CudaBlur, RacecheckSet) {
   for (int r : {1, 4, 8, 32, 70}) gpu_box_case<uint8_t>({260, 70}, 1, r);  // 70: running sums
   gpu_box_case<uint16_t>({131, 70}, 2, 9);
   gpu_gauss_case<uint16_t>({131, 40}, 2, 1.0);
+  gpu_gauss_case<uint8_t>({600, 70}, 1, 15.0);  // wide (and every other path)
 }
 
 // Plane starts and pitches that are not multiples of 4 samples take the

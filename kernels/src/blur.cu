@@ -26,6 +26,7 @@
 #include "streamblur/kernels/params.hpp"
 #include "blur_running.hpp"
 #include "blur_tiled.hpp"
+#include "blur_wide.hpp"
 #include "device_rows.cuh"
 
 namespace streamblur::cuda {
@@ -366,32 +367,46 @@ void check_planes(const Plane<const T>& src, const Plane<T>& dst) {
 }
 
 // The kernel that runs, after Auto's choice and the fall-backs.
-enum class Kernel { Sliding, Register, Running, FusedX4, Fused, TwoPass };
+enum class Kernel { Sliding, Register, Running, Wide, FusedX4, Fused, TwoPass };
 
 // Auto's choice, from the kernel benchmark on an H200 (README; 8- and 16-bit
 // planes, 1080p and 4K):
-// - Gaussians: the register-blocked kernels up to radius 32 (faster than the
-//   fused and sliding ones at every sigma and size measured), two passes above;
+// - Gaussians on one-channel planes: the register-blocked kernels up to
+//   radius 32 (faster than the fused and sliding ones at every sigma and size
+//   measured), the wide two passes above and, on planes of 4 M samples or
+//   more, from kWideFromRadiusLarge;
 // - boxes of radius <= 3 on planes under 4 M samples: the older fused kernel
 //   (1080p r=1: 9.0 us against 11.0 register, 16.5 sliding);
 // - boxes of radius 1 on larger planes: the sliding window (4K: 21.4 us
 //   against 25.5 fused, 27.4 register);
-// - other boxes up to radius 32: register-blocked; running sums above (two
-//   passes where those cannot run).
-// Interleaved channels: the generic fused kernel up to ry = 3, else two passes.
+// - other boxes up to radius 32: register-blocked; running sums from
+//   kRunningFromRadius (two passes where those cannot run).
+// Interleaved channels: the generic fused kernel up to ry = 3, else the wide
+// passes (Gaussians) or two passes (boxes, unless running sums).
 constexpr long long kLargePlaneSamples = 4'000'000;
 // Boxes from this radius (rx or ry) take the running sums, whose cost does
-// not grow with the radius (H200, 8- and 16-bit):
-// - one-channel planes beyond the register path's reach (at r = 30 the
-//   register kernels still win at 1080p, 21.8 us against 36.5; at 4K they tie,
-//   75 against 72);
+// not grow with the radius (H200):
+// - one-channel planes beyond the register path's reach, and on planes of
+//   4 M samples or more from r = 22 (4K 8-bit: register 48.1 us at r = 20,
+//   63.3 at r = 24, running 56.8 at both; 16-bit: 61.9 and 72.9 against 63.0;
+//   at 1080p the register kernels win or tie up to r = 32, 22.8 us against
+//   26.9 at 8 bits);
 // - interleaved pairs (UV), where two passes are the alternative: from r = 8
 //   on planes of 4 M samples or more (1920x2160x2 r=8: running 68.5 us, two
 //   passes 76.2) and from r = 20 below (960x1080x2: running 34 us at every r,
 //   two passes 31.2 at r=16, 34.8 at r=20, 44.7 at r=30).
 constexpr int kRunningFromRadius = 33;
+constexpr int kRunningFromRadiusLarge = 22;
 constexpr int kRunningFromRadiusPairsLarge = 8;
 constexpr int kRunningFromRadiusPairs = 20;
+// One-channel Gaussians on planes of 4 M samples or more take the wide passes
+// (blur_wide.cu) from this radius, by sample size (4K 8-bit: wide 73 us
+// against register 78 at r = 21, 53 against 51 at r = 15; 16-bit: 80 against
+// 69 at r = 21, 86 against 93 at r = 30). Smaller planes keep the register
+// kernels up to r = 32 (1080p r = 30: 28.4 against 29.0 at 8 bits, 29.0
+// against 25.9 at 16).
+constexpr int kWideFromRadiusLarge8 = 19;
+constexpr int kWideFromRadiusLarge16 = 25;
 
 template <class In>
 Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sample_bytes, int rx, int ry,
@@ -402,13 +417,19 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   const bool register_fits =
       one_channel && (weighted ? tiled::gauss_fits(rx, ry, sample_bytes) : tiled::box_fits(rx, ry, sample_bytes));
   const bool running_fits = !weighted && running::fits(samples / channels, channels, sample_bytes, rx, ry);
-  const int running_from = one_channel ? kRunningFromRadius : large ? kRunningFromRadiusPairsLarge : kRunningFromRadiusPairs;
+  const bool wide_fits = weighted && wide::fits(channels, rx, ry);
+  if (path == BlurPath::Wide && wide_fits) return Kernel::Wide;
+  if (path == BlurPath::Wide) path = BlurPath::TwoPass;
+  const int running_from = one_channel ? (large ? kRunningFromRadiusLarge : kRunningFromRadius)
+                                       : large ? kRunningFromRadiusPairsLarge : kRunningFromRadiusPairs;
+  const int wide_from = !large ? tiled::kMaxRadius + 1 : sample_bytes == 1 ? kWideFromRadiusLarge8 : kWideFromRadiusLarge16;
   if (path == BlurPath::Auto && running_fits && std::max(rx, ry) >= running_from) return Kernel::Running;
   if (path == BlurPath::Running && running_fits) return Kernel::Running;
   if (path == BlurPath::Running) path = BlurPath::Register;
   if (path == BlurPath::Auto && one_channel) {
     if (!weighted && rx <= 3 && ry <= 3 && !large) path = BlurPath::Fused;
     else if (!weighted && rx == 1 && ry == 1 && large && sliding_fits) return Kernel::Sliding;
+    else if (weighted && wide_fits && std::max(rx, ry) >= wide_from) return Kernel::Wide;
     else if (register_fits) return Kernel::Register;
   }
   if (path == BlurPath::Sliding && sliding_fits) return Kernel::Sliding;
@@ -425,6 +446,7 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
       fused_shared_bytes<In>(rx, ry, channels, sample_bytes, weighted) <= kMaxShared &&
       (height + kFTileH - 1) / kFTileH <= kMaxGridY)
     return Kernel::Fused;
+  if (path == BlurPath::Auto && wide_fits) return Kernel::Wide;
   return Kernel::TwoPass;
 }
 
@@ -433,6 +455,7 @@ BlurPath path_of(Kernel k) {
     case Kernel::Sliding: return BlurPath::Sliding;
     case Kernel::Register: return BlurPath::Register;
     case Kernel::Running: return BlurPath::Running;
+    case Kernel::Wide: return BlurPath::Wide;
     case Kernel::FusedX4:
     case Kernel::Fused: return BlurPath::Fused;
     default: return BlurPath::TwoPass;
@@ -471,6 +494,12 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
       running::box<T>(src.data, src.pitch, out.data, out.pitch, src.width, height, src.channels, rx, ry, sums, stream);
     }
     if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
+    return;
+  }
+  if (kernel == Kernel::Wide) {
+    if constexpr (kWeighted)
+      wide::gauss<T>(src.data, src.pitch, dst.data, dst.pitch, src.width, height, src.channels, weights, rx,
+                     weights + 2 * rx + 1, ry, scratch, stream);  // scratch_pitch >= wide::plane_pitch
     return;
   }
   if (kernel == Kernel::Register) {
@@ -556,6 +585,7 @@ const char* path_name(BlurPath path) noexcept {
     case BlurPath::Register: return "register";
     case BlurPath::Sliding: return "sliding";
     case BlurPath::Running: return "running";
+    case BlurPath::Wide: return "wide";
   }
   return "?";
 }

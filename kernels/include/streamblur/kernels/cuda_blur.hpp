@@ -27,9 +27,12 @@ namespace streamblur::cuda {
 // fused, fused to two passes) where it cannot run: a Gaussian (running),
 // interleaved channels, a radius or tile too large for the kernel or the
 // device's shared memory.
-enum class BlurPath { Auto, Fused, TwoPass, Register, Sliding, Running };
+// Wide: Gaussian only; two register-blocked passes through a float plane
+// whose cost is their FMAs, for any radius, on planes of one or two
+// interleaved channels; it falls back to two passes (a box, 3-4 channels).
+enum class BlurPath { Auto, Fused, TwoPass, Register, Sliding, Running, Wide };
 
-// "auto", "fused", "two-pass", "register", "sliding", "running".
+// "auto", "fused", "two-pass", "register", "sliding", "running", "wide".
 const char* path_name(BlurPath path) noexcept;
 
 class GaussianBlur {

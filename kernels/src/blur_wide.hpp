@@ -1,0 +1,31 @@
+#pragma once
+// Gaussians of any radius in two register-blocked passes (see blur_wide.cu).
+// Internal to streamblur_kernels: cuda::GaussianBlur calls them for
+// BlurPath::Wide and, under Auto, for the radii where they are fastest.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace streamblur::cuda::wide {
+
+// Planes of one sample per pixel and interleaved pairs (UV).
+inline constexpr int kMaxChannels = 2;
+
+bool fits(int channels, int rx, int ry);
+
+// The plane between the passes: 16-bit fixed point for 8-bit sources,
+// floats for 16-bit ones; its row pitch in bytes, and the scratch it needs.
+std::size_t plane_pitch(int samples, std::size_t sample_bytes);
+std::size_t scratch_bytes(int samples, int height, std::size_t sample_bytes);
+
+// Launch on `stream`. wx, wy: the 2rx+1 and 2ry+1 weights, in device memory.
+// scratch: scratch_bytes(width * channels, height, sizeof(T)) bytes of device
+// memory, 16-byte aligned. src may equal dst (the second pass reads only the
+// scratch plane). Throws std::invalid_argument where fits() is false,
+// CudaError on a launch failure.
+template <class T>
+void gauss(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
+           int channels, const float* wx, int rx, const float* wy, int ry, void* scratch, cudaStream_t stream);
+
+}  // namespace streamblur::cuda::wide
