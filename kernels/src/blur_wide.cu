@@ -143,9 +143,24 @@ __device__ __forceinline__ void fma_v(float w, float2 v, float2& a) {
   a.y = fmaf(w, v.y, a.y);
 }
 
+__device__ __forceinline__ void add_v(float v, float& a) { a += v; }
+__device__ __forceinline__ void add_v(float2 v, float2& a) {
+  a.x += v.x;
+  a.y += v.y;
+}
+
 // One chunk: acc[j] += taps[k] * window[j + k * C] for the chunk's 16 taps.
-template <int C, class V>
+// kPartial: the chunk's 16 products are summed apart and then added, so that
+// a sum of n taps rounds at full magnitude n / 16 times instead of n. 16-bit
+// samples need it: at sigma 100 (601 and 401 taps) plain fp32 sums flipped
+// the rounding of 1% of the samples against the float64 reference; 8-bit
+// sums are far from that (their intermediate plane's 1/512 dominates).
+template <int C, bool kPartial, class V>
 __device__ __forceinline__ void chunk_fma(const float4* __restrict__ taps4, const V* X, const V* Y, const V* Z, V* acc) {
+  V part[kGroup];
+#pragma unroll
+  for (int j = 0; j < kGroup; ++j) part[j] = V{};
+  V* sum = kPartial ? part : acc;
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     const float4 w4 = taps4[q];
@@ -153,7 +168,11 @@ __device__ __forceinline__ void chunk_fma(const float4* __restrict__ taps4, cons
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-      for (int j = 0; j < kGroup; ++j) fma_v(w[kk], pick(X, Y, Z, j + (4 * q + kk) * C), acc[j]);
+      for (int j = 0; j < kGroup; ++j) fma_v(w[kk], pick(X, Y, Z, j + (4 * q + kk) * C), sum[j]);
+  }
+  if constexpr (kPartial) {
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) add_v(part[j], acc[j]);
   }
 }
 
@@ -204,7 +223,7 @@ __device__ __forceinline__ void row_chunk(float* X, float* Y, float* Z, const T*
 #pragma unroll
     for (int g = 0; g < C; ++g) raw[g] = load_group<T, C>(row, next + g * kGroup, samples, vec);
   }
-  chunk_fma<C>(taps4, X, Y, Z, acc);
+  chunk_fma<C, sizeof(T) == 2>(taps4, X, Y, Z, acc);
   if (more) {
     if constexpr (C == 1) {
       unpack(raw[0], Z);
@@ -215,9 +234,10 @@ __device__ __forceinline__ void row_chunk(float* X, float* Y, float* Z, const T*
   }
 }
 
-// Three blocks per multiprocessor (80 registers, no spills): 4-11% faster
-// than the compiler's 93 registers and two blocks (H200, 4K 8-bit).
-template <class T, int C, int kMinBlocks = 3>
+// 8-bit, one channel: three blocks per multiprocessor (80 registers, no
+// spills), 4-11% faster than the compiler's 93 registers and two blocks
+// (H200, 4K). The others need more registers than that.
+template <class T, int C, int kMinBlocks = sizeof(T) == 1 && C == 1 ? 3 : 2>
 __global__ void __launch_bounds__(32 * kRowWarps, kMinBlocks)
 wide_rows(const T* __restrict__ src, std::ptrdiff_t src_pitch, typename Mid<T>::type* __restrict__ mid,
           std::ptrdiff_t mid_pitch, int samples, int height, const float* __restrict__ weights, int radius, int front,
@@ -268,7 +288,7 @@ __device__ __forceinline__ float2 load_pair(const uint16_t* p) {
 
 // One chunk of the columns pass: rows of the next chunk's new buffer (Z, free
 // during this chunk) are loaded before the FMAs.
-template <class M>
+template <bool kPartial, class M>
 __device__ __forceinline__ void column_chunk(const float2* X, const float2* Y, float2* Z, const M* col,
                                              std::ptrdiff_t pitch, int next, int height, bool more,
                                              const float4* __restrict__ taps4, float2* acc) {
@@ -276,7 +296,7 @@ __device__ __forceinline__ void column_chunk(const float2* X, const float2* Y, f
 #pragma unroll
     for (int q = 0; q < kGroup; ++q) Z[q] = load_pair(row_ptr(col, pitch, min(max(next + q, 0), height - 1)));
   }
-  chunk_fma<1>(taps4, X, Y, static_cast<const float2*>(nullptr), acc);
+  chunk_fma<1, kPartial>(taps4, X, Y, static_cast<const float2*>(nullptr), acc);
 }
 
 template <class T>
@@ -312,11 +332,11 @@ wide_columns(const typename Mid<T>::type* __restrict__ mid, std::ptrdiff_t mid_p
   }
   auto next = [&](int c) { return base + (c + 2) * kGroup; };
   for (int c = 0;; c += 3) {
-    column_chunk(A, B, N, col, mid_pitch, next(c), height, c + 1 < chunks, taps4 + c * 4, acc);
+    column_chunk<sizeof(T) == 2>(A, B, N, col, mid_pitch, next(c), height, c + 1 < chunks, taps4 + c * 4, acc);
     if (c + 1 >= chunks) break;
-    column_chunk(B, N, A, col, mid_pitch, next(c + 1), height, c + 2 < chunks, taps4 + (c + 1) * 4, acc);
+    column_chunk<sizeof(T) == 2>(B, N, A, col, mid_pitch, next(c + 1), height, c + 2 < chunks, taps4 + (c + 1) * 4, acc);
     if (c + 2 >= chunks) break;
-    column_chunk(N, A, B, col, mid_pitch, next(c + 2), height, c + 3 < chunks, taps4 + (c + 2) * 4, acc);
+    column_chunk<sizeof(T) == 2>(N, A, B, col, mid_pitch, next(c + 2), height, c + 3 < chunks, taps4 + (c + 2) * 4, acc);
     if (c + 3 >= chunks) break;
   }
   const bool both = x + 1 < samples;
