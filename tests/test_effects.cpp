@@ -19,6 +19,7 @@
 #include "streamblur/pipeline/pipeline.hpp"
 #include "sink_support.hpp"
 #include "test_support.hpp"
+#include "cuda_support.hpp"
 
 using namespace streamblur;
 using namespace sbtest;
@@ -127,8 +128,7 @@ std::vector<T> on_device(const std::vector<T>& v, const Case& c, Fn&& fn) {
   void* d = nullptr;
   size_t pitch = 0;
   CUDA_CHECK(cudaMallocPitch(&d, &pitch, row, c.H));
-  CUDA_CHECK(cudaMemcpy2D(d, pitch, v.data(), row, row, c.H, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
+  sbtest::upload_2d(d, pitch, v.data(), row, row, c.H);
   cudaStream_t s = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   fn(Plane<T>(static_cast<T*>(d), c.W, c.H, static_cast<std::ptrdiff_t>(pitch), c.C), s);

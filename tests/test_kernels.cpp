@@ -8,6 +8,7 @@
 
 #define SBTEST_NO_FFMPEG  // the kernel tests link no FFmpeg
 #include "test_support.hpp"
+#include "cuda_support.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -353,8 +354,7 @@ TEST(CudaBlur, RoundToHighBitsRoundsToNearestTiesUp) {
       for (int x = 0; x < 256; ++x) want.plane().row(y)[x] = rounded_high_bits(y * 256 + x, shift);
     cuda::CudaStream st;
     cuda::DeviceBuffer buf(static_cast<size_t>(img.pitch) * 256);
-    CUDA_CHECK(cudaMemcpy(buf.get(), img.buf.data(), buf.size(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
+    sbtest::upload(buf.get(), img.buf.data(), buf.size());
     cuda::round_to_high_bits(Plane<uint16_t>(buf.as<uint16_t>(), 256, 256, img.pitch), shift, st.get());
     st.synchronize();
     CUDA_CHECK(cudaMemcpy(img.buf.data(), buf.get(), buf.size(), cudaMemcpyDeviceToHost));
@@ -507,8 +507,7 @@ struct DeviceImage {
                                          buf(static_cast<size_t>(pitch) * h_) {}
   Plane<T> plane() { return Plane<T>(buf.as<T>(), w, h, pitch, c); }
   void upload(const HostImage<T>& img) {
-    CUDA_CHECK(cudaMemcpy2D(buf.get(), pitch, img.buf.data(), img.pitch, w * c * sizeof(T), h, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
+    sbtest::upload_2d(buf.get(), pitch, img.buf.data(), img.pitch, w * c * sizeof(T), h);
   }
   // cudaMemset runs on the legacy default stream, which does not order itself
   // with the test's non-blocking stream: wait for it.
@@ -794,6 +793,18 @@ TEST(CudaBlur, WideGaussAnyRadius) {
   }
 }
 
+// The 3x3 box (sliding path, radius 1): widths around the 8-sample lanes and
+// 256-sample warps, heights around the 8-row strips, 8 and 16 bits.
+TEST(CudaBlur, Box3x3AtEveryEdge) {
+  REQUIRE_GPU();
+  for (Size s : {Size{1, 1}, Size{7, 2}, Size{8, 9}, Size{255, 17}, Size{257, 31}, Size{512, 33}, Size{777, 40}})
+    for (int bytes : {1, 2}) {
+      SCOPED_TRACE(testing::Message() << s.w << "x" << s.h << " bytes=" << bytes);
+      if (bytes == 1) gpu_box_case<uint8_t>(s, 1, 1);
+      else gpu_box_case<uint16_t>(s, 1, 1);
+    }
+}
+
 // A small set for compute-sanitizer racecheck, which is too slow for the
 // suites above: planes of 2 x 2 tiles or more, every path, the shared-memory
 // kernels' radius buckets at both ends.
@@ -814,17 +825,17 @@ TEST(CudaBlur, UnalignedPlanesMatchReference) {
   const unsigned seed = fresh_seed();
   SCOPED_TRACE(seed);
   auto src = random_image<uint8_t>(w, h, 1, seed, 255);
-  HostImage<uint8_t> want_g(w, h, 1), want_b(w, h, 1);
+  HostImage<uint8_t> want_g(w, h, 1), want_b(w, h, 1), want_b1(w, h, 1);
   reference::gaussian_blur<uint8_t>(src.cplane(), want_g.plane(), 2.0, -1);
   reference::box_blur<uint8_t>(src.cplane(), want_b.plane(), 3);
+  reference::box_blur<uint8_t>(src.cplane(), want_b1.plane(), 1);  // the 3x3 kernel's single loads
   const std::ptrdiff_t pitch = 333;
   cuda::DeviceBuffer a(pitch * h + 1), b(pitch * h + 1);
-  CUDA_CHECK(cudaMemcpy2D(a.as<uint8_t>() + 1, pitch, src.buf.data(), src.pitch, w, h, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
+  sbtest::upload_2d(a.as<uint8_t>() + 1, pitch, src.buf.data(), src.pitch, w, h);
   const Plane<const uint8_t> in(a.as<uint8_t>() + 1, w, h, pitch);
   const Plane<uint8_t> out(b.as<uint8_t>() + 1, w, h, pitch);
   cuda::GaussianBlur g(2.0);
-  cuda::BoxBlur box(3);
+  cuda::BoxBlur box(3), box1(1);
   for (cuda::BlurPath path : kPaths) {
     SCOPED_TRACE(path_label(path));
     HostImage<uint8_t> got(w, h, 1);
@@ -836,6 +847,10 @@ TEST(CudaBlur, UnalignedPlanesMatchReference) {
     box.apply<uint8_t>(in, out, nullptr);
     CUDA_CHECK(cudaMemcpy2D(got.buf.data(), got.pitch, out.data, pitch, w, h, cudaMemcpyDeviceToHost));
     EXPECT_TRUE(close_to(got, want_b, 0));
+    box1.set_path(path);
+    box1.apply<uint8_t>(in, out, nullptr);
+    CUDA_CHECK(cudaMemcpy2D(got.buf.data(), got.pitch, out.data, pitch, w, h, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(close_to(got, want_b1, 0));
   }
 }
 

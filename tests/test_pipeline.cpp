@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "test_support.hpp"
+#include "cuda_support.hpp"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -1283,8 +1284,7 @@ TEST_P(PipelineP010, LowBitsStayZeroAndValuesAreTheTenBitBlur) {
     void* ptr = data[p].data();
     if (backend == Backend::Cuda) {
       dev[p] = cuda::DeviceBuffer(n * 2);
-      CUDA_CHECK(cudaMemcpy(dev[p].get(), data[p].data(), n * 2, cudaMemcpyHostToDevice));
-      CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
+      sbtest::upload(dev[p].get(), data[p].data(), n * 2);
       ptr = dev[p].get();
     }
     planes[p] = AnyPlane{ptr, pl.width, pl.height, static_cast<std::ptrdiff_t>(pl.width) * pl.channels * 2, pl.channels, 2};

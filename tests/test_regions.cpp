@@ -23,6 +23,7 @@
 #include "streamblur/pipeline/pipeline.hpp"
 #include "streamblur/pipeline/regions.hpp"
 #include "test_support.hpp"
+#include "cuda_support.hpp"
 
 using namespace streamblur;
 using sbtest::contains;
@@ -674,8 +675,7 @@ HostFrame filtered_on_gpu(const HostFrame& in, const std::string& chain_spec, Fr
   std::array<AnyPlane, 4> planes = out.planes();
   for (int p = 0; p < in.layout.num_planes; ++p) {
     dev[p] = cuda::DeviceBuffer(out.bytes[p].size());
-    CUDA_CHECK(cudaMemcpy(dev[p].get(), out.bytes[p].data(), out.bytes[p].size(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaStreamSynchronize(nullptr));  // a pageable upload may land after it returns; kernels run on non-blocking streams
+    sbtest::upload(dev[p].get(), out.bytes[p].data(), out.bytes[p].size());
     planes[p].data = dev[p].get();
   }
   cuda::CudaStream stream;

@@ -148,24 +148,22 @@ band_prefixes(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int 
   int ya = ba * band_rows + ry + 1;
   int bb = (y0 + ry + band_rows - 1) / band_rows;
   int yb = bb * band_rows - ry;
+  // At row `at` of band b, store the prefix into `out` and move on to the
+  // next band's row.
+  auto store_band = [&](int y, int& at, int& b, uint32_t* __restrict__ out) {
+    if (y != at) return;
+    if (b < bands)
+#pragma unroll
+      for (int j = 0; j < V; ++j) out[static_cast<std::size_t>(b) * samples + s + j] = q[j];
+    ++b;
+    at += band_rows;
+  };
 #pragma unroll
   for (int r = 0; r < kSegmentRows; ++r) {
     if (r >= rows.count) break;
     const int y = y0 + r;
-    if (y == ya) {
-      if (ba < bands)
-#pragma unroll
-        for (int j = 0; j < V; ++j) qa[static_cast<std::size_t>(ba) * samples + s + j] = q[j];
-      ++ba;
-      ya += band_rows;
-    }
-    if (y == yb) {
-      if (bb < bands)
-#pragma unroll
-        for (int j = 0; j < V; ++j) qb[static_cast<std::size_t>(bb) * samples + s + j] = q[j];
-      ++bb;
-      yb += band_rows;
-    }
+    store_band(y, ya, ba, qa);
+    store_band(y, yb, bb, qb);
     uint32_t v[V];
     unpack<V>(rows.raw[r], v);
 #pragma unroll

@@ -384,6 +384,120 @@ bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t bytes) {
 
 // Tile height by radius: taller tiles recompute fewer halo rows in the
 // horizontal pass, shorter ones use less shared memory.
+// ---- The 3x3 box (rx = ry = 1), the sliding path's radius 1: bound by
+// memory, so built for bytes in flight. Each lane owns 8 samples of a row
+// (one 8- or 16-byte load), the warp 256 consecutive samples; a lane's
+// neighbours come by warp shuffles, the warp's two outer ones by single loads.
+// Each warp writes kBox3Rows rows and issues the loads of all its
+// kBox3Rows + 2 rows before it adds any. Sums are exact; the quotient by 9 is
+// a multiply-high (exact for every sum a 3x3 box of 8- or 16-bit samples has).
+constexpr int kBox3Lane = 8;   // samples per lane
+constexpr int kBox3Rows = 8;   // output rows per warp
+constexpr int kBox3Warps = 4;  // warps per block, stacked over row strips
+
+template <class T> struct Box3Word;
+template <> struct Box3Word<uint8_t> { using type = uint2; };
+template <> struct Box3Word<uint16_t> { using type = uint4; };
+
+template <class T>
+__device__ __forceinline__ void box3_unpack(typename Box3Word<T>::type w, uint32_t v[kBox3Lane]) {
+  if constexpr (sizeof(T) == 1) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      v[q] = (w.x >> (8 * q)) & 0xFFu;
+      v[4 + q] = (w.y >> (8 * q)) & 0xFFu;
+    }
+  } else {
+    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      v[2 * q] = u[q] & 0xFFFFu;
+      v[2 * q + 1] = u[q] >> 16;
+    }
+  }
+}
+
+template <class T>
+__device__ __forceinline__ typename Box3Word<T>::type box3_pack(const uint32_t o[kBox3Lane]) {
+  if constexpr (sizeof(T) == 1) {
+    return make_uint2(o[0] | o[1] << 8 | o[2] << 16 | o[3] << 24, o[4] | o[5] << 8 | o[6] << 16 | o[7] << 24);
+  } else {
+    return make_uint4(o[0] | o[1] << 16, o[2] | o[3] << 16, o[4] | o[5] << 16, o[6] | o[7] << 16);
+  }
+}
+
+// round(s / 9) half up: floor((s + 4) / 9) by a multiply-high.
+__device__ __forceinline__ uint32_t div9_round(uint32_t s) { return __umulhi(s + 4u, 0x38E38E39u) >> 1; }
+
+template <class T>
+__global__ void __launch_bounds__(32 * kBox3Warps)
+box3(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch, int width,
+     int height, bool vector_io) {
+  using W = typename Box3Word<T>::type;
+  constexpr int kIn = kBox3Rows + 2;
+  const int lane = threadIdx.x;
+  const int x = (blockIdx.x * 32 + lane) * kBox3Lane;
+  const int y0 = (blockIdx.y * kBox3Warps + threadIdx.y) * kBox3Rows;
+  if (y0 >= height) return;  // whole warp
+  const bool vector_row = vector_io && x + kBox3Lane <= width;
+  W raw[kIn];
+  uint32_t outer[kIn];  // lane 0: the sample left of the warp; lane 31: the one right of it
+#pragma unroll
+  for (int i = 0; i < kIn; ++i) {
+    const T* row = row_at(src, src_pitch, min(max(y0 - 1 + i, 0), height - 1));
+    if (vector_row) {
+      raw[i] = *reinterpret_cast<const W*>(row + x);
+    } else {
+      uint32_t v[kBox3Lane];
+#pragma unroll
+      for (int q = 0; q < kBox3Lane; ++q) v[q] = row[min(x + q, width - 1)];
+      raw[i] = box3_pack<T>(v);
+    }
+    outer[i] = 0;
+    if (lane == 0) outer[i] = row[max(x - 1, 0)];
+    if (lane == 31) outer[i] = row[min(x + kBox3Lane, width - 1)];
+  }
+  // Horizontal sums of row i into h.
+  auto hsum = [&](int i, uint32_t h[kBox3Lane]) {
+    uint32_t v[kBox3Lane];
+    box3_unpack<T>(raw[i], v);
+    uint32_t left = __shfl_up_sync(0xffffffffu, v[kBox3Lane - 1], 1);
+    uint32_t right = __shfl_down_sync(0xffffffffu, v[0], 1);
+    if (lane == 0) left = outer[i];
+    if (lane == 31) right = outer[i];
+#pragma unroll
+    for (int q = 0; q < kBox3Lane; ++q)
+      h[q] = (q == 0 ? left : v[q - 1]) + v[q] + (q == kBox3Lane - 1 ? right : v[q + 1]);
+  };
+  uint32_t a[kBox3Lane], b[kBox3Lane], c[kBox3Lane];
+  hsum(0, a);
+  hsum(1, b);
+  const bool vector_out = vector_io && x + kBox3Lane <= width;
+#pragma unroll
+  for (int i = 0; i < kBox3Rows; ++i) {
+    hsum(i + 2, c);
+    const int y = y0 + i;
+    if (y < height && x < width) {
+      uint32_t o[kBox3Lane];
+#pragma unroll
+      for (int q = 0; q < kBox3Lane; ++q) o[q] = div9_round(a[q] + b[q] + c[q]);
+      T* out = row_at(dst, dst_pitch, y) + x;
+      if (vector_out) {
+        *reinterpret_cast<W*>(out) = box3_pack<T>(o);
+      } else {
+#pragma unroll
+        for (int q = 0; q < kBox3Lane; ++q)
+          if (x + q < width) out[q] = static_cast<T>(o[q]);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kBox3Lane; ++q) {
+      a[q] = b[q];
+      b[q] = c[q];
+    }
+  }
+}
+
 template <int R> constexpr int gauss_tile_rows() { return R <= 4 ? 32 : 64; }
 
 dim3 tile_grid(int width, int height, int tile_rows) {
@@ -426,6 +540,17 @@ void launch_sliding(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, 
   sliding_blur<T, R, kBox><<<grid, dim3(32, kSlidingWarps), 0, stream>>>(src, sp, dst, dp, width, height, taps, count,
                                                                         1.0f / static_cast<float>(count), vector_io);
   STREAMBLUR_CHECK_LAUNCH("sliding_blur", stream);
+}
+
+template <class T>
+void launch_box3(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, cudaStream_t stream) {
+  const bool vector_io = aligned(src, sp, kBox3Lane * sizeof(T)) && aligned(dst, dp, kBox3Lane * sizeof(T));
+  const int rows_per_block = kBox3Rows * kBox3Warps;
+  const unsigned grid_y = static_cast<unsigned>((height + rows_per_block - 1) / rows_per_block);
+  if (grid_y > 65535u) throw std::invalid_argument("blur: plane too tall");
+  const dim3 grid(static_cast<unsigned>((width + 32 * kBox3Lane - 1) / (32 * kBox3Lane)), grid_y);
+  box3<T><<<grid, dim3(32, kBox3Warps), 0, stream>>>(src, sp, dst, dp, width, height, vector_io);
+  STREAMBLUR_CHECK_LAUNCH("box3", stream);
 }
 
 // Box tiles of 64 rows (32 measured slower at 4K: +10% at r = 3 and 8); rows
@@ -513,7 +638,7 @@ void sliding(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int wid
   if (!sliding_fits(box, rx, ry)) throw std::invalid_argument("sliding-window blur: radius not supported");
   if (box) {
     switch (rx) {
-      case 1: return launch_sliding<T, 1, true>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
+      case 1: return launch_box3<T>(src, sp, dst, dp, width, height, stream);
       case 2: return launch_sliding<T, 2, true>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
       case 3: return launch_sliding<T, 3, true>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
       default: return launch_sliding<T, 4, true>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);

@@ -58,28 +58,25 @@ inline int device_index() {
   return dev;
 }
 
-inline std::size_t shared_limit() {
+// A device attribute of the current device, queried once per device.
+template <cudaDeviceAttr kAttr>
+inline int device_attribute() {
   static std::atomic<int> cached[64] = {};
   const int dev = device_index();
   int v = cached[dev & 63].load(std::memory_order_relaxed);
   if (v == 0) {
-    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    cached[dev & 63].store(v, std::memory_order_relaxed);
-  }
-  return static_cast<std::size_t>(v);
-}
-
-// The current device's multiprocessors.
-inline int multiprocessors() {
-  static std::atomic<int> cached[64] = {};
-  const int dev = device_index();
-  int v = cached[dev & 63].load(std::memory_order_relaxed);
-  if (v == 0) {
-    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&v, kAttr, dev));
     cached[dev & 63].store(v, std::memory_order_relaxed);
   }
   return v;
 }
+
+inline std::size_t shared_limit() {
+  return static_cast<std::size_t>(device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>());
+}
+
+// The current device's multiprocessors.
+inline int multiprocessors() { return device_attribute<cudaDevAttrMultiProcessorCount>(); }
 
 // static_bytes: the kernel's own static shared memory, which the opt-in
 // limit includes.

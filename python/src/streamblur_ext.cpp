@@ -273,12 +273,11 @@ struct CachedChain {
 // buffers allocated, since the module was loaded.
 std::atomic<long long> g_chains_configured{0}, g_staging_allocations{0};
 
-std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const FrameLayout& layout) {
+// device: the current device, where the chain is configured.
+std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const FrameLayout& layout, int device) {
   static std::mutex mutex;
   static std::vector<std::pair<std::string, std::shared_ptr<CachedChain>>> lru;  // most recent last
   constexpr size_t kEntries = 8;
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
   const PlaneLayout& p = layout.planes[0];
   const std::string key = spec + "|" + std::to_string(p.width) + "x" + std::to_string(p.height) + "x" +
                           std::to_string(p.channels) + "x" + std::to_string(layout.bytes_per_sample) + "@" +
@@ -324,8 +323,7 @@ std::vector<std::pair<int, cuda::CudaEvent>>& spare_events() {
   static auto* events = new std::vector<std::pair<int, cuda::CudaEvent>>();  // never destroyed: the driver may be gone at exit
   return *events;
 }
-cuda::CudaEvent take_event() {
-  const int device = current_device();
+cuda::CudaEvent take_event(int device) {
   std::lock_guard<std::mutex> lock(g_spare_events_mutex);
   auto& v = spare_events();
   for (auto it = v.rbegin(); it != v.rend(); ++it)
@@ -360,9 +358,11 @@ std::size_t release_queued_calls(bool wait) {
 // The CUDA path of run_filter, without the GIL. Returns the event recorded
 // after the work when it returns with the work still queued (device output);
 // nothing when it waited.
+// device: the current device (the caller's, read once per call).
 std::unique_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& dst, const std::string& spec,
-                                                 const FrameLayout& layout, bool managed, cudaStream_t stream) {
-  const std::shared_ptr<CachedChain> entry = cuda_chain_for(spec, layout);
+                                                 const FrameLayout& layout, bool managed, int device,
+                                                 cudaStream_t stream) {
+  const std::shared_ptr<CachedChain> entry = cuda_chain_for(spec, layout, device);
   std::lock_guard<std::mutex> lock(entry->in_use);
   FilterChain& chain = entry->chain;
   try {
@@ -381,7 +381,7 @@ std::unique_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& 
       // Device output: no host wait. The work is ordered on `stream`, as the
       // caller's own work on that stream is; the caller keeps the arrays
       // referenced until it has run (queued_calls).
-      auto done = std::make_unique<cuda::CudaEvent>(take_event());
+      auto done = std::make_unique<cuda::CudaEvent>(take_event(device));
       done->record(stream);
       return done;
     }
@@ -442,14 +442,15 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
   }
 
   std::unique_ptr<cuda::CudaEvent> done;
+  const int device = current_device();
   {
     nb::gil_scoped_release no_gil;
-    done = run_filter_cuda(src, dst, spec, layout, managed, reinterpret_cast<cudaStream_t>(stream_handle));
+    done = run_filter_cuda(src, dst, spec, layout, managed, device, reinterpret_cast<cudaStream_t>(stream_handle));
   }
   if (done) {  // with the GIL again: the references are Python's
     auto call = std::make_unique<QueuedCall>();
     call->done = std::move(*done);
-    call->device = current_device();  // run_filter_cuda recorded it on the current device
+    call->device = device;  // where run_filter_cuda recorded it
     call->src = src_arr;
     call->dst = dst_arr;
     queued_calls().push_back(std::move(call));
