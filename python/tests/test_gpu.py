@@ -237,9 +237,13 @@ def test_arrays_dropped_while_work_is_queued_stay_alive(cupy):
         del junk
     # The held arrays are let go once their work has run.
     assert streamblur._ext.release_queued_calls(False) == 0
-    # And the result, when the caller does keep the output, is right.
+    # And the result, when the caller does keep the output, is right. The
+    # upload runs on CuPy's stream, which `s` does not wait for: wait for it
+    # here, as above (without this the kernels could read the array before
+    # its pageable upload had landed; a GPU run saw 147 off).
     x = cp.asarray(host)
     out = cp.empty_like(x)
+    cp.cuda.Device().synchronize()
     streamblur.gaussian_blur(x, 12.0, out=out, stream=s)
     del x
     junk = cp.full(host.shape, 255, dtype=cp.uint8)
