@@ -251,6 +251,44 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
   }
 }
 
+// Issue 10's K4 row: the three planes of a yuv420p frame (Y w x h, U and V
+// w/2 x h/2) blurred at sigma 2 one after another by the kernels Auto picks
+// (three launches or more), against a copy of the same three planes. `path`
+// is the luma plane's.
+template <class T>
+void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, std::vector<KernelResult>& results) {
+  Buffers<T> y(w, h), u(w / 2, h / 2), v(w / 2, h / 2);
+  const double copy_us = median_us(
+      [&](int i) {
+        cuda::copy_plane<T>(y.in(i), y.out(i), st);
+        cuda::copy_plane<T>(u.in(i), u.out(i), st);
+        cuda::copy_plane<T>(v.in(i), v.out(i), st);
+      },
+      st, opt.samples);
+  cuda::GaussianBlur luma(2.0), chroma(2.0);
+  luma.reserve(w, h, 1);
+  chroma.reserve(w / 2, h / 2, 1);
+  const double us = median_us(
+      [&](int i) {
+        luma.apply<T>(y.in(i), y.out(i), st);
+        chroma.apply<T>(u.in(i), u.out(i), st);
+        chroma.apply<T>(v.in(i), v.out(i), st);
+      },
+      st, opt.samples);
+  KernelResult r;
+  r.width = w;
+  r.height = h;
+  r.bits = 8 * sizeof(T);
+  r.filter = "gblur420";
+  r.param = 2.0;
+  r.taps = 2 * luma.radius_x() + 1;
+  r.path = cuda::path_name(luma.path_taken(w, h, 1, sizeof(T)));
+  r.ours_us = us;
+  r.copy_us = copy_us;
+  results.push_back(r);
+  if (opt.progress) opt.progress(results.back());
+}
+
 }  // namespace
 
 bool npp_available() { return npp_available_impl(); }
@@ -263,6 +301,10 @@ std::vector<KernelResult> run_kernel_bench(const KernelBenchOptions& opt) {
     for (auto [w, h] : opt.sizes) {
       if (bits == 16) bench_size<uint16_t>(opt, w, h, stream.get(), results);
       else bench_size<uint8_t>(opt, w, h, stream.get(), results);
+      if (opt.frame_rows && opt.channels == 1 && !opt.sigmas.empty()) {
+        if (bits == 16) bench_frame<uint16_t>(opt, w, h, stream.get(), results);
+        else bench_frame<uint8_t>(opt, w, h, stream.get(), results);
+      }
     }
   return results;
 }

@@ -13,13 +13,17 @@ struct KernelBenchOptions {
   std::vector<int> bits{8, 16};  // sample sizes: 8- and 16-bit planes
   int channels = 1;  // 2: interleaved pairs (UV) of width / 2 pixels
   int samples = 15;  // timed rotations per figure; the median is reported
+  // One-channel runs with Gaussians: also a whole yuv420p frame per size and
+  // sample size (filter "gblur420": Y, U and V at sigma 2, one plane after
+  // another with Auto's kernels, against a copy of the three planes).
+  bool frame_rows = true;
   std::function<void(const struct KernelResult&)> progress;
 };
 
 struct KernelResult {
   int width = 0, height = 0;  // pixels
   int channels = 1;
-  std::string filter;   // gblur or boxblur
+  std::string filter;   // gblur, boxblur, or gblur420 (a whole yuv420p frame)
   double param = 0;     // sigma or radius
   int taps = 0;         // 2r+1
   int bits = 8;         // bits per sample

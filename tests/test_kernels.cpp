@@ -668,7 +668,8 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::GaussianBlur(11.0).path_taken(1920, 1080, 1, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(100.0).path_taken(1920, 1080, 1, 2), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(960, 540, 2, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(960, 540, 2, 1), P::Fused);
+  EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(960, 540, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(0.1).path_taken(1920, 2160, 2, 2), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(640, 360, 4, 1), P::TwoPass);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Fused);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(3840, 2160, 1, 2), P::Sliding);
