@@ -18,6 +18,8 @@
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/kernels/params.hpp"
+#include "streamblur/pipeline/filter.hpp"
+#include "streamblur/pipeline/frame_layout.hpp"
 
 #ifdef STREAMBLUR_HAVE_NPP
 #include <nppi_filtering_functions.h>
@@ -251,9 +253,10 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
   }
 }
 
-// Issue 10's K4 row: the three planes of a yuv420p frame (Y w x h, U and V
+// Issue 10's K4 rows: the three planes of a yuv420p frame (Y w x h, U and V
 // w/2 x h/2) blurred at sigma 2 one after another by the kernels Auto picks
-// (three launches or more), against a copy of the same three planes. `path`
+// (three launches or more), then through a FilterChain launching directly
+// and as a CUDA graph, each against a copy of the same three planes. `path`
 // is the luma plane's.
 template <class T>
 void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, std::vector<KernelResult>& results) {
@@ -287,6 +290,30 @@ void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, s
   r.copy_us = copy_us;
   results.push_back(r);
   if (opt.progress) opt.progress(results.back());
+  // The same three blurs through a FilterChain, as the pipeline and the
+  // Python module run them (chroma_scale=0 keeps sigma 2 on U and V): its
+  // launches made directly, then replayed as its CUDA graph.
+  const FrameLayout layout = *native_layout(sizeof(T) == 1 ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUV420P10LE, w, h);
+  for (bool graphs : {false, true}) {
+    FilterChain chain(parse_filter_chain("gblur=sigma=2:chroma_scale=0"));
+    chain.set_graphs(graphs);
+    chain.configure(layout, Backend::Cuda);
+    auto any = [](const auto& plane) {
+      return AnyPlane{const_cast<void*>(static_cast<const void*>(plane.data)), plane.width, plane.height, plane.pitch,
+                      1, static_cast<int>(sizeof(T))};
+    };
+    r.ours_us = median_us(
+        [&](int i) {
+          if (!chain.apply_from({any(y.in(i)), any(u.in(i)), any(v.in(i))}, {any(y.out(i)), any(u.out(i)), any(v.out(i))},
+                                3, st))
+            throw std::logic_error("gblur cannot write a new plane");
+        },
+        st, opt.samples);
+    if (graphs && chain.graph_stats().launched == 0) throw std::logic_error("the chain never ran as a CUDA graph");
+    r.filter = graphs ? "gblur420-graph" : "gblur420-chain";
+    results.push_back(r);
+    if (opt.progress) opt.progress(results.back());
+  }
 }
 
 }  // namespace

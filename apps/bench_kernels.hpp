@@ -15,7 +15,9 @@ struct KernelBenchOptions {
   int samples = 15;  // timed rotations per figure; the median is reported
   // One-channel runs with Gaussians: also a whole yuv420p frame per size and
   // sample size (filter "gblur420": Y, U and V at sigma 2, one plane after
-  // another with Auto's kernels, against a copy of the three planes).
+  // another with Auto's kernels, against a copy of the three planes;
+  // "gblur420-chain" and "gblur420-graph": the same through a FilterChain,
+  // launched directly and as one CUDA graph).
   bool frame_rows = true;
   std::function<void(const struct KernelResult&)> progress;
 };
@@ -23,7 +25,7 @@ struct KernelBenchOptions {
 struct KernelResult {
   int width = 0, height = 0;  // pixels
   int channels = 1;
-  std::string filter;   // gblur, boxblur, or gblur420 (a whole yuv420p frame)
+  std::string filter;   // gblur, boxblur, or gblur420[-chain|-graph] (a whole yuv420p frame)
   double param = 0;     // sigma or radius
   int taps = 0;         // 2r+1
   int bits = 8;         // bits per sample

@@ -114,6 +114,13 @@ MUTATIONS = [
       """      for (int p = 0; p < layout_.num_planes - 1; ++p)
         av_image_copy_plane(out->data[p], out->linesize[p], host + s->offset[p], static_cast<int>(s->pitch[p]),""",
       gpu=True),
+    M("graph-branch-wrong-plane", "planes", "pipeline/src/filter.cpp",
+      "work(planes[b + 1], st);", "work(planes[b], st);", gpu=True),
+    M("graph-kept-after-scratch-moves", "planes", "pipeline/src/filter.cpp",
+      "if (bytes != graph_device_bytes_ || (branch_device_ >= 0 && device != branch_device_)) {",
+      "if (branch_device_ >= 0 && device != branch_device_) {", gpu=True),
+    M("graph-never-used", "planes", "pipeline/src/filter.cpp",
+      "  if (nodes < 2) return {};", "  return {};", gpu=True),
     # ---- timestamps and time bases
     M("passthrough-no-rescale", "time bases", "io/src/writer.cpp",
       "av_packet_rescale_ts(&packet, m.input_tbs[in_index], m.oc->streams[out_index]->time_base);",

@@ -503,8 +503,12 @@ struct DeviceImage {
   int w, h, c;
   std::ptrdiff_t pitch;
   cuda::DeviceBuffer buf;
-  DeviceImage(int w_, int h_, int c_) : w(w_), h(h_), c(c_), pitch(((w_ * c_ + 5) * sizeof(T) + 3) / 4 * 4 + 12),
-                                         buf(static_cast<size_t>(pitch) * h_) {}
+  // aligned: rows of whole 256 bytes, as cudaMallocPitch gives (the kernels'
+  // widest vector loads); else a pitch that is rarely a multiple of 16 bytes.
+  DeviceImage(int w_, int h_, int c_, bool aligned = false)
+      : w(w_), h(h_), c(c_),
+        pitch(aligned ? (w_ * c_ * sizeof(T) + 255) / 256 * 256 : ((w_ * c_ + 5) * sizeof(T) + 3) / 4 * 4 + 12),
+        buf(static_cast<size_t>(pitch) * h_) {}
   Plane<T> plane() { return Plane<T>(buf.as<T>(), w, h, pitch, c); }
   void upload(const HostImage<T>& img) {
     sbtest::upload_2d(buf.get(), pitch, img.buf.data(), img.pitch, w * c * sizeof(T), h);
@@ -711,11 +715,35 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(packed.path_taken(640, 360, 2, 1), P::Running);
 }
 
+// `blur` forced onto `path` (and taking it, where `taken`), within `tol` of
+// `want` out of place (gpu_case), in place (through the scratch plane), and
+// with 256-byte pitches (rows as cudaMallocPitch gives them, so the kernels'
+// vector loads run on every row).
+template <class T, class Blur>
+void check_forced_path(Blur& blur, cuda::BlurPath path, bool taken, const HostImage<T>& src, const HostImage<T>& want,
+                       int tol) {
+  blur.set_path(path);
+  if (taken) EXPECT_EQ(blur.path_taken(src.w, src.h, src.c, sizeof(T)), path);
+  gpu_case<T>(src, want, tol, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.template apply<T>(a, b, st); });
+  cuda::CudaStream stream;
+  DeviceImage<T> d(src.w, src.h, src.c);
+  d.upload(src);
+  blur.template apply<T>(Plane<const T>(d.plane()), d.plane(), stream.get());
+  stream.synchronize();
+  EXPECT_TRUE(close_to(d.download(), want, tol)) << "in place";
+  DeviceImage<T> a(src.w, src.h, src.c, true), b(src.w, src.h, src.c, true);
+  a.upload(src);
+  blur.template apply<T>(Plane<const T>(a.plane()), b.plane(), stream.get());
+  stream.synchronize();
+  EXPECT_TRUE(close_to(b.download(), want, tol)) << "256-byte pitches";
+}
+
 // The running sums: radii from 0 to 4096 in either direction, windows far
 // larger than the plane, rows that take each of the row kernel's block sizes
 // (up to 2048, 4096 and 8192 pixels), one and two channels, 8 and 16 bits,
 // 32- and 64-bit row sums, planes of 1 to 200 rows (bands and 64-row
-// segments cut at every place), in place and not. Exact against the reference.
+// segments cut at every place), in place and not, 256-byte pitches. Exact
+// against the reference.
 TEST(CudaBlur, RunningBoxAnyRadius) {
   REQUIRE_GPU();
   struct Case { Size s; int channels; int bytes; int rx, ry; };
@@ -737,16 +765,7 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
       HostImage<T> want(c.s.w, c.s.h, c.channels);
       reference::box_blur<T>(src.cplane(), want.plane(), c.rx, c.ry);
       cuda::BoxBlur blur(c.rx, c.ry);
-      blur.set_path(cuda::BlurPath::Running);
-      if (c.rx + c.ry > 0) EXPECT_EQ(blur.path_taken(c.s.w, c.s.h, c.channels, sizeof(T)), cuda::BlurPath::Running);
-      gpu_case<T>(src, want, 0, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
-      // In place: the output goes through the scratch plane.
-      cuda::CudaStream stream;
-      DeviceImage<T> d(c.s.w, c.s.h, c.channels);
-      d.upload(src);
-      blur.apply<T>(Plane<const T>(d.plane()), d.plane(), stream.get());
-      stream.synchronize();
-      EXPECT_TRUE(close_to(d.download(), want, 0)) << "in place";
+      check_forced_path<T>(blur, cuda::BlurPath::Running, c.rx + c.ry > 0, src, want, 0);
     };
     if (c.bytes == 1) run(uint8_t{});
     else run(uint16_t{});
@@ -756,7 +775,8 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
 // The wide passes: radii from 0 to the largest a Gaussian takes (1024) in
 // either direction, windows far beyond the plane, row lengths around the
 // 16-sample groups and 512-sample warps, one and two channels, 8 and 16 bits,
-// plane starts that are not 16-byte aligned (single loads), in place and not.
+// plane starts that are not 16-byte aligned (single loads) and 256-byte
+// pitches (vector loads on every row), in place and not.
 // Within 1 of the float64 reference, with close_to's limits on how many
 // samples differ and on their mean.
 TEST(CudaBlur, WideGaussAnyRadius) {
@@ -779,15 +799,7 @@ TEST(CudaBlur, WideGaussAnyRadius) {
       HostImage<T> want(c.s.w, c.s.h, c.channels);
       reference::gaussian_blur<T>(src.cplane(), want.plane(), c.sx, c.sy, c.rx, c.ry);
       cuda::GaussianBlur blur(c.sx, c.sy, c.rx, c.ry);
-      blur.set_path(cuda::BlurPath::Wide);
-      EXPECT_EQ(blur.path_taken(c.s.w, c.s.h, c.channels, sizeof(T)), cuda::BlurPath::Wide);
-      gpu_case<T>(src, want, 1, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
-      cuda::CudaStream stream;
-      DeviceImage<T> d(c.s.w, c.s.h, c.channels);
-      d.upload(src);
-      blur.apply<T>(Plane<const T>(d.plane()), d.plane(), stream.get());
-      stream.synchronize();
-      EXPECT_TRUE(close_to(d.download(), want, 1)) << "in place";
+      check_forced_path<T>(blur, cuda::BlurPath::Wide, true, src, want, 1);
     };
     if (c.bytes == 1) run(uint8_t{});
     else run(uint16_t{});

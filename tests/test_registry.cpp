@@ -191,6 +191,214 @@ TEST_P(RegistryFilter, CudaIntoANewPlaneEqualsInPlace) {
   }
 }
 
+// CUDA graphs of the chain (FilterChain::set_graphs): on a frame of every
+// plane layout (three planes, an interleaved UV pair, P010's high bits), a
+// chain that records its launches into a graph and replays it gives what the
+// same chain launching directly gives, bit for bit, on every call, with new
+// samples in the same buffers before each call (a replay that kept a stale
+// argument or skipped a plane would differ); a second set of buffers runs
+// directly again first. The graph is recorded on the second call on a set of
+// planes and launched from then on.
+namespace {
+
+// A frame's planes in device buffers, rows padded past the samples.
+struct DeviceFrame {
+  DeviceFrame(const FrameLayout& l) : layout(l) {
+    for (int p = 0; p < l.num_planes; ++p) {
+      const PlaneLayout& pl = l.planes[p];
+      row[p] = static_cast<std::size_t>(pl.width) * pl.channels * l.bytes_per_sample;
+      pitch[p] = static_cast<std::ptrdiff_t>(row[p]) + 24;
+      buf[p] = cuda::DeviceBuffer(static_cast<std::size_t>(pitch[p]) * pl.height);
+    }
+  }
+  std::array<AnyPlane, 4> planes() {
+    std::array<AnyPlane, 4> a{};
+    for (int p = 0; p < layout.num_planes; ++p) {
+      const PlaneLayout& pl = layout.planes[p];
+      a[p] = AnyPlane{buf[p].get(), pl.width, pl.height, pitch[p], pl.channels, layout.bytes_per_sample};
+    }
+    return a;
+  }
+  void upload(const std::array<std::vector<unsigned char>, 4>& host) {
+    for (int p = 0; p < layout.num_planes; ++p)
+      CUDA_CHECK(cudaMemcpy2D(buf[p].get(), static_cast<std::size_t>(pitch[p]), host[p].data(), row[p], row[p],
+                              static_cast<std::size_t>(layout.planes[p].height), cudaMemcpyHostToDevice));
+  }
+  std::array<std::vector<unsigned char>, 4> download() const {
+    std::array<std::vector<unsigned char>, 4> host;
+    for (int p = 0; p < layout.num_planes; ++p) {
+      host[p].resize(row[p] * layout.planes[p].height);
+      CUDA_CHECK(cudaMemcpy2D(host[p].data(), row[p], buf[p].get(), static_cast<std::size_t>(pitch[p]), row[p],
+                              static_cast<std::size_t>(layout.planes[p].height), cudaMemcpyDeviceToHost));
+    }
+    return host;
+  }
+  FrameLayout layout;
+  std::array<cuda::DeviceBuffer, 4> buf;
+  std::array<std::size_t, 4> row{};
+  std::array<std::ptrdiff_t, 4> pitch{};
+};
+
+// Random samples for every plane; P010 keeps its low 6 bits zero, as its decoders do.
+std::array<std::vector<unsigned char>, 4> random_frame(const FrameLayout& l, std::mt19937& rng) {
+  std::array<std::vector<unsigned char>, 4> host;
+  for (int p = 0; p < l.num_planes; ++p) {
+    const PlaneLayout& pl = l.planes[p];
+    host[p].resize(static_cast<std::size_t>(pl.width) * pl.channels * l.bytes_per_sample * pl.height);
+    for (auto& v : host[p]) v = static_cast<unsigned char>(rng());
+    if (l.sample_shift)
+      for (std::size_t i = 0; i < host[p].size(); i += 2) host[p][i] &= static_cast<unsigned char>(0xFF << l.sample_shift);
+  }
+  return host;
+}
+
+}  // namespace
+
+TEST_P(RegistryFilter, CudaGraphEqualsDirectLaunches) {
+  SBTEST_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(fresh_seed());
+  for (AVPixelFormat format : {AV_PIX_FMT_YUV420P, AV_PIX_FMT_NV12, AV_PIX_FMT_P010LE}) {
+    SCOPED_TRACE(pixel_format_name(format));
+    const FrameLayout layout = *native_layout(format, 61, 37);
+    FilterChain direct(parse_filter_chain(GetParam().spec)), graphed(parse_filter_chain(GetParam().spec));
+    direct.set_graphs(false);
+    direct.configure(layout, Backend::Cuda);
+    graphed.configure(layout, Backend::Cuda);
+    DeviceFrame a(layout), b(layout), other(layout);
+    cuda::CudaStream stream;
+    for (int call = 0; call < 5; ++call) {
+      DeviceFrame& g = call < 4 ? b : other;  // the last call: new buffers
+      const auto host = random_frame(layout, rng);
+      a.upload(host);
+      g.upload(host);
+      direct.apply(a.planes(), layout.num_planes, stream.get());
+      graphed.apply(g.planes(), layout.num_planes, stream.get());
+      stream.synchronize();
+      const auto want = a.download(), got = g.download();
+      for (int p = 0; p < layout.num_planes; ++p) ASSERT_EQ(got[p], want[p]) << "call " << call << " plane " << p;
+    }
+    EXPECT_EQ(direct.graph_stats().launched, 0);
+    EXPECT_EQ(graphed.graph_stats().recorded, 1) << "recorded on the second call on the same planes";
+    EXPECT_EQ(graphed.graph_stats().launched, 3) << "launched on calls 2, 3 and 4, not on new buffers";
+    if (layout.sample_shift) continue;  // apply_from runs only without the P010 shift
+    // apply_from (the Python module's path): src is left alone, dst written.
+    DeviceFrame src(layout), into(layout);
+    for (int call = 0; call < 3; ++call) {
+      const auto host = random_frame(layout, rng);
+      a.upload(host);
+      src.upload(host);
+      direct.apply(a.planes(), layout.num_planes, stream.get());
+      const bool went = graphed.apply_from(src.planes(), into.planes(), layout.num_planes, stream.get());
+      stream.synchronize();
+      if (!went) break;  // unsharp, pixelate: in place only (tested above)
+      const auto want = a.download(), got = into.download(), src_after = src.download();
+      for (int p = 0; p < layout.num_planes; ++p) {
+        ASSERT_EQ(got[p], want[p]) << "apply_from call " << call << " plane " << p;
+        ASSERT_EQ(src_after[p], host[p]) << "apply_from changed its source, plane " << p;
+      }
+      if (call == 2) EXPECT_EQ(graphed.graph_stats().launched, 5) << "apply_from's graph, calls 2 and 3";
+    }
+  }
+}
+
+// Where a chain cannot be a graph it launches directly, and right: on the
+// legacy default stream (which cannot be captured), with a filter limited
+// to regions (its boxes change per frame), and inside the caller's own
+// capture, where its launches become part of the caller's graph.
+TEST(ChainGraphs, DirectWhereNoGraphCanBeRecorded) {
+  SBTEST_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(fresh_seed());
+  const FrameLayout layout = *native_layout(AV_PIX_FMT_YUV420P, 75, 43);
+  const std::string spec = "gblur=sigma=2,boxblur=radius=3";
+  FilterChain want_chain(parse_filter_chain(spec));
+  want_chain.set_graphs(false);
+  want_chain.configure(layout, Backend::Cuda);
+  DeviceFrame a(layout), b(layout);
+  cuda::CudaStream stream;
+  auto expect_same = [&](const std::array<std::vector<unsigned char>, 4>& host, const char* what) {
+    a.upload(host);
+    want_chain.apply(a.planes(), 3, stream.get());
+    stream.synchronize();
+    const auto want = a.download(), got = b.download();
+    for (int p = 0; p < 3; ++p) ASSERT_EQ(got[p], want[p]) << what << " plane " << p;
+  };
+  {
+    FilterChain chain(parse_filter_chain(spec));
+    chain.configure(layout, Backend::Cuda);
+    for (int call = 0; call < 3; ++call) {
+      const auto host = random_frame(layout, rng);
+      b.upload(host);
+      chain.apply(b.planes(), 3, nullptr);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      expect_same(host, "legacy stream");
+    }
+    EXPECT_EQ(chain.graph_stats().launched, 0) << "the legacy stream";
+  }
+  {
+    FilterChain chain(parse_filter_chain("gblur=sigma=2:box=20:8:10:10"));
+    FilterChain direct(parse_filter_chain("gblur=sigma=2:box=20:8:10:10"));
+    chain.configure(layout, Backend::Cuda);
+    direct.configure(layout, Backend::Cuda);
+    direct.set_graphs(false);
+    for (int call = 0; call < 3; ++call) {
+      const auto host = random_frame(layout, rng);
+      a.upload(host);
+      b.upload(host);
+      chain.apply(b.planes(), 3, stream.get());
+      direct.apply(a.planes(), 3, stream.get());
+      stream.synchronize();
+      const auto want = a.download(), got = b.download();
+      for (int p = 0; p < 3; ++p) ASSERT_EQ(got[p], want[p]) << "regions, plane " << p;
+    }
+    EXPECT_EQ(chain.graph_stats().launched, 0) << "a region filter";
+  }
+  {
+    FilterChain chain(parse_filter_chain(spec));
+    chain.configure(layout, Backend::Cuda);
+    const auto host = random_frame(layout, rng);
+    b.upload(host);
+    chain.apply(b.planes(), 3, stream.get());  // the first call, outside: it may allocate
+    stream.synchronize();
+    b.upload(host);
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+    chain.apply(b.planes(), 3, stream.get());
+    CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
+    cuda::CudaGraphExec exec(graph);
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    exec.launch(stream.get());
+    stream.synchronize();
+    expect_same(host, "the caller's graph");
+    EXPECT_EQ(chain.graph_stats().launched, 0) << "inside the caller's capture";
+  }
+  {
+    // Planes larger than the chain was configured for grow the filters'
+    // scratch (a new allocation): the graphs recorded before point at the
+    // freed one, so they are dropped and recorded again.
+    const FrameLayout big_layout = *native_layout(AV_PIX_FMT_YUV420P, 301, 203);
+    DeviceFrame big(big_layout), big_want(big_layout);
+    FilterChain chain(parse_filter_chain(spec)), direct(parse_filter_chain(spec));
+    chain.configure(layout, Backend::Cuda);
+    direct.configure(layout, Backend::Cuda);
+    direct.set_graphs(false);
+    for (int call = 0; call < 5; ++call) {
+      const bool large = call == 2;
+      DeviceFrame& g = large ? big : b;
+      DeviceFrame& w = large ? big_want : a;
+      const auto host = random_frame(large ? big_layout : layout, rng);
+      g.upload(host);
+      w.upload(host);
+      chain.apply(g.planes(), 3, stream.get());
+      direct.apply(w.planes(), 3, stream.get());
+      stream.synchronize();
+      const auto want = w.download(), got = g.download();
+      for (int p = 0; p < 3; ++p) ASSERT_EQ(got[p], want[p]) << "call " << call << " plane " << p;
+    }
+    EXPECT_EQ(chain.graph_stats().recorded, 2) << "recorded on call 2, and again on call 5 after the scratch grew";
+    EXPECT_EQ(chain.graph_stats().launched, 2);
+  }
+}
+
 TEST(Registry, EveryFilterHasCases) {
   // The list the suite above runs: each registered filter, at least at its defaults.
   const std::vector<Case> cases = registry_cases();

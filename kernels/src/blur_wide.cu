@@ -307,8 +307,8 @@ __device__ __forceinline__ void store_pair(T* out, float2 v, bool both) {
 
 // Each thread: 16 consecutive rows of two adjacent sample columns, the warp
 // across 64 columns, so each row load is one coalesced line.
-template <class T, int kMinBlocks = 1>
-__global__ void __launch_bounds__(32 * kColWarps, kMinBlocks)
+template <class T>
+__global__ void __launch_bounds__(32 * kColWarps)
 wide_columns(const typename Mid<T>::type* __restrict__ mid, std::ptrdiff_t mid_pitch, T* __restrict__ dst,
              std::ptrdiff_t dst_pitch, int samples, int height, const float* __restrict__ weights, int radius,
              int chunks) {

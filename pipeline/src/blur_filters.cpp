@@ -149,6 +149,9 @@ class BlurFilterBase : public Filter {
     }
   }
   bool touches(int plane) const override { return touched_[plane]; }
+  // The same kernels on the same planes every frame, and per-plane operation
+  // objects (their own weights and scratch), so planes may run side by side.
+  bool graph_safe() const final { return true; }
   std::optional<FilterReach> reach(int plane) const override {
     FilterReach r = reach_[plane];
     if (fields_) {  // a field line is every other plane line, and a crop must start on a top-field line

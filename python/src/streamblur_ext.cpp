@@ -271,7 +271,8 @@ struct CachedChain {
 // What the cache did, for the tests of "repeated calls allocate nothing":
 // chains configured (device weights and scratch allocated) and staging
 // buffers allocated, since the module was loaded.
-std::atomic<long long> g_chains_configured{0}, g_staging_allocations{0};
+// And calls that ran as one launch of their chain's CUDA graph (FilterChain::set_graphs).
+std::atomic<long long> g_chains_configured{0}, g_staging_allocations{0}, g_graph_launches{0};
 
 // device: the current device, where the chain is configured.
 std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const FrameLayout& layout, int device) {
@@ -365,6 +366,11 @@ std::unique_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& 
   const std::shared_ptr<CachedChain> entry = cuda_chain_for(spec, layout, device);
   std::lock_guard<std::mutex> lock(entry->in_use);
   FilterChain& chain = entry->chain;
+  struct CountGraphs {  // on every return
+    const FilterChain& chain;
+    long long before;
+    ~CountGraphs() { g_graph_launches += chain.graph_stats().launched - before; }
+  } count_graphs{chain, chain.graph_stats().launched};
   try {
     CUDA_CHECK(cudaStreamWaitEvent(stream, entry->last_use.get(), 0));  // the previous user's work first
     if (dst.memory == Memory::Device && src.memory != Memory::Managed) {
@@ -1093,6 +1099,7 @@ nb::dict cuda_cache_stats() {
   nb::dict d;
   d["chains_configured"] = g_chains_configured.load();
   d["staging_allocations"] = g_staging_allocations.load();
+  d["graph_launches"] = g_graph_launches.load();
   return d;
 }
 

@@ -43,5 +43,6 @@ def write_test_clip(path: str, width: int = 64, height: int = 48, frames: int = 
 
 
 def cuda_cache_stats() -> dict:
-    """How often the CUDA blurs configured a chain or allocated a staging buffer since import (for tests)."""
+    """How often the CUDA blurs configured a chain, allocated a staging buffer or ran as one CUDA graph
+    launch since import (for tests)."""
     return dict(_ext.cuda_cache_stats())

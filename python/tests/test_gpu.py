@@ -92,6 +92,26 @@ def test_cupy_chain(cupy):
     assert max_diff(cp.asnumpy(got), ref) <= 1
 
 
+def test_cupy_chain_replays_its_cuda_graph(cupy):
+    # The second call of a chain on the same arrays records its launches into
+    # one CUDA graph and later calls launch it; every call's result is still
+    # that call's input blurred (new samples in the same arrays each time).
+    cp = cupy
+    chain = streamblur.Chain("gblur=sigma=2,boxblur=radius=1")
+    x = cp.empty((97, 131), cp.uint8)
+    out = cp.empty_like(x)
+    s = cp.cuda.Stream(non_blocking=True)
+    before = support.cuda_cache_stats()["graph_launches"]
+    for call in range(4):
+        host = pattern(x.shape, np.uint8, seed=40 + call)
+        x.set(host, stream=s)
+        assert chain(x, out=out, stream=s) is out
+        s.synchronize()
+        ref = support.reference_box_blur(support.reference_gaussian_blur(host, 2), 1)
+        assert max_diff(cp.asnumpy(out), ref) <= 1, f"call {call}"
+    assert support.cuda_cache_stats()["graph_launches"] - before == 3, "calls 2, 3 and 4 as one graph launch"
+
+
 def test_cupy_cpu_backend_refused(cupy):
     with pytest.raises(ValueError, match="backend='cpu' cannot read or write CUDA device memory"):
         streamblur.box_blur(cupy.zeros((4, 4), cupy.uint8), 1, backend="cpu")

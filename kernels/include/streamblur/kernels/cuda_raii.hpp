@@ -44,6 +44,23 @@ class CudaEvent {
   cudaEvent_t e_ = nullptr;
 };
 
+// An instantiated CUDA graph (cudaGraphExec_t). Destroying one that is still
+// running is safe: the driver frees it when it completes.
+class CudaGraphExec {
+ public:
+  CudaGraphExec() = default;
+  explicit CudaGraphExec(cudaGraph_t graph) { CUDA_CHECK(cudaGraphInstantiate(&e_, graph, 0)); }
+  ~CudaGraphExec() { if (e_) check_teardown(cudaGraphExecDestroy(e_), "cudaGraphExecDestroy"); }
+  CudaGraphExec(CudaGraphExec&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  CudaGraphExec& operator=(CudaGraphExec&& o) noexcept { std::swap(e_, o.e_); return *this; }
+  CudaGraphExec(const CudaGraphExec&) = delete;
+  CudaGraphExec& operator=(const CudaGraphExec&) = delete;
+  explicit operator bool() const noexcept { return e_ != nullptr; }
+  void launch(cudaStream_t s) const { CUDA_CHECK(cudaGraphLaunch(e_, s)); }
+ private:
+  cudaGraphExec_t e_ = nullptr;
+};
+
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;

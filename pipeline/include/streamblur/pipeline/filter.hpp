@@ -4,17 +4,20 @@
 // then applied plane by plane, in place, on the stream passed in.
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
 
 namespace streamblur {
@@ -29,6 +32,7 @@ struct AnyPlane {
   std::ptrdiff_t pitch = 0;
   int channels = 1;
   int bytes_per_sample = 1;
+  bool operator==(const AnyPlane&) const = default;
 };
 
 // The frame being filtered, for filters that change over time (regions=FILE).
@@ -72,6 +76,13 @@ class Filter {
   // src and dst: same shape, memory that does not overlap. Only where
   // filters_into(); enqueued on `stream`.
   virtual void apply_from(int /*plane*/, const AnyPlane& /*src*/, const AnyPlane& /*dst*/, cudaStream_t /*stream*/) {}
+  // Whether the CUDA work of apply()/apply_from() may be recorded once into a
+  // CUDA graph and replayed (configure() first): for the same planes it
+  // enqueues the same kernels with the same arguments every frame (nothing
+  // that changes with begin_frame(), no host copies, no allocation after the
+  // first call), and the work on one plane reads and writes only that plane
+  // and state of its own for that plane, so planes may run side by side.
+  virtual bool graph_safe() const { return false; }
 };
 
 // ---- options table
@@ -222,10 +233,56 @@ class FilterChain {
   std::string describe() const;
   std::size_t device_bytes() const;
 
+  // CUDA graphs (CUDA backend, on by default). Where every filter is
+  // graph_safe(), the second call of apply() or apply_from() on the same
+  // planes (addresses, shapes) records the chain's launches into a CUDA graph,
+  // each plane on a branch of its own, and later calls on those planes launch
+  // that graph: one launch per frame, with the chroma planes running beside
+  // luma rather than after it. The first call runs the launches directly
+  // (it may allocate), as do calls on the legacy default stream, calls inside
+  // the caller's own stream capture (the launches join the caller's graph),
+  // and chains of a single launch. Graphs are kept for the last 16 sets of
+  // planes; they are dropped when a filter's device memory moves.
+  void set_graphs(bool on);
+  struct GraphStats {
+    long long recorded = 0;  // graphs instantiated
+    long long launched = 0;  // calls that ran as one graph launch
+  };
+  GraphStats graph_stats() const { return graph_stats_; }
+
  private:
+  // The planes a call ran on: its graph's key.
+  struct GraphKey {
+    std::array<AnyPlane, 4> src{}, dst{};  // src: apply_from's sources (empty for apply)
+    int num_planes = 0;
+    bool operator==(const GraphKey&) const = default;
+  };
+  struct CachedGraph {
+    GraphKey key;
+    cuda::CudaGraphExec exec;  // empty until the second call (or for good, with direct)
+    bool direct = false;       // recording failed or was not worth it: launch directly
+    unsigned long long used = 0;
+  };
+  using PlaneWork = std::function<void(int plane, cudaStream_t stream)>;
+  // Runs `work` for `planes` as a graph launch on `stream` if it can (see
+  // set_graphs); false: the caller runs the launches itself.
+  bool launch_graph(const GraphKey& key, std::span<const int> planes, const PlaneWork& work, cudaStream_t stream);
+  cuda::CudaGraphExec record_graph(std::span<const int> planes, const PlaneWork& work, cudaStream_t stream);
+  // The chain on one plane, in order (the P010 shifts included).
+  void enqueue_plane(int p, const AnyPlane* src, const AnyPlane& dst, cudaStream_t stream);
+
   std::vector<std::unique_ptr<Filter>> filters_;
   Backend backend_ = Backend::Cpu;
   int sample_shift_ = 0;  // filtered planes are rounded back to multiples of 1 << shift (P010)
+  bool graphs_on_ = true;
+  bool graph_safe_ = false;  // every filter graph_safe(), on the CUDA backend
+  std::vector<CachedGraph> graphs_;
+  unsigned long long graph_clock_ = 0;
+  std::size_t graph_device_bytes_ = 0;  // device_bytes() when graphs_ was filled
+  int branch_device_ = -1;              // where branch_streams_ live
+  std::vector<cuda::CudaStream> branch_streams_;  // planes 2, 3, 4 while recording
+  std::vector<cuda::CudaEvent> branch_events_;    // [0] the fork, then one join per branch
+  GraphStats graph_stats_;
 };
 
 }  // namespace streamblur
