@@ -253,11 +253,20 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
   }
 }
 
+// A plane of Buffers as the filter chain takes it.
+template <class P>
+AnyPlane any(const P& plane) {
+  using T = std::remove_const_t<std::remove_pointer_t<decltype(plane.data)>>;
+  return AnyPlane{const_cast<void*>(static_cast<const void*>(plane.data)), plane.width, plane.height, plane.pitch,
+                  plane.channels, static_cast<int>(sizeof(T))};
+}
+
 // Issue 10's K4 rows: the three planes of a yuv420p frame (Y w x h, U and V
 // w/2 x h/2) blurred at sigma 2 one after another by the kernels Auto picks
 // (three launches or more), then through a FilterChain launching directly
-// and as a CUDA graph, each against a copy of the same three planes. `path`
-// is the luma plane's.
+// and as a CUDA graph, each against a copy of the same three planes; then the
+// nv12 (8-bit) or p010 (16-bit) frame through the chain. `path` is the luma
+// plane's.
 template <class T>
 void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, std::vector<KernelResult>& results) {
   Buffers<T> y(w, h), u(w / 2, h / 2), v(w / 2, h / 2);
@@ -298,10 +307,6 @@ void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, s
     FilterChain chain(parse_filter_chain("gblur=sigma=2:chroma_scale=0"));
     chain.set_graphs(graphs);
     chain.configure(layout, Backend::Cuda);
-    auto any = [](const auto& plane) {
-      return AnyPlane{const_cast<void*>(static_cast<const void*>(plane.data)), plane.width, plane.height, plane.pitch,
-                      1, static_cast<int>(sizeof(T))};
-    };
     r.ours_us = median_us(
         [&](int i) {
           if (!chain.apply_from({any(y.in(i)), any(u.in(i)), any(v.in(i))}, {any(y.out(i)), any(u.out(i)), any(v.out(i))},
@@ -311,6 +316,36 @@ void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, s
         st, opt.samples);
     if (graphs && chain.graph_stats().launched == 0) throw std::logic_error("the chain never ran as a CUDA graph");
     r.filter = graphs ? "gblur420-graph" : "gblur420-chain";
+    results.push_back(r);
+    if (opt.progress) opt.progress(results.back());
+  }
+  // The semi-planar frame of the same sample size (nv12 / p010: Y and one
+  // plane of interleaved U, V), through the chain as the pipeline runs it:
+  // from src into dst for nv12; in place for p010, whose samples the chain
+  // shifts down to their 10 bits and back up around the blur.
+  Buffers<T> uv(w / 2 * 2, h / 2);
+  uv.channels = 2;
+  r.copy_us = median_us(
+      [&](int i) {
+        cuda::copy_plane<T>(y.in(i), y.out(i), st);
+        cuda::copy_plane<T>(uv.in(i), uv.out(i), st);
+      },
+      st, opt.samples);
+  const AVPixelFormat semi = sizeof(T) == 1 ? AV_PIX_FMT_NV12 : AV_PIX_FMT_P010LE;
+  const FrameLayout semi_layout = *native_layout(semi, w, h);
+  for (bool graphs : {false, true}) {
+    FilterChain chain(parse_filter_chain("gblur=sigma=2:chroma_scale=0"));
+    chain.set_graphs(graphs);
+    chain.configure(semi_layout, Backend::Cuda);
+    r.ours_us = median_us(
+        [&](int i) {
+          if (semi == AV_PIX_FMT_P010LE) chain.apply({any(y.out(i)), any(uv.out(i))}, 2, st);
+          else if (!chain.apply_from({any(y.in(i)), any(uv.in(i))}, {any(y.out(i)), any(uv.out(i))}, 2, st))
+            throw std::logic_error("gblur cannot write a new plane");
+        },
+        st, opt.samples);
+    if (graphs && chain.graph_stats().launched == 0) throw std::logic_error("the chain never ran as a CUDA graph");
+    r.filter = std::string("gblur-") + (sizeof(T) == 1 ? "nv12" : "p010") + (graphs ? "-graph" : "-chain");
     results.push_back(r);
     if (opt.progress) opt.progress(results.back());
   }

@@ -17,7 +17,8 @@ struct KernelBenchOptions {
   // sample size (filter "gblur420": Y, U and V at sigma 2, one plane after
   // another with Auto's kernels, against a copy of the three planes;
   // "gblur420-chain" and "gblur420-graph": the same through a FilterChain,
-  // launched directly and as one CUDA graph).
+  // launched directly and as one CUDA graph; "gblur-nv12-*" / "gblur-p010-*":
+  // the semi-planar frame of the same sample size through the chain).
   bool frame_rows = true;
   std::function<void(const struct KernelResult&)> progress;
 };
