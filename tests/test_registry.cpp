@@ -399,6 +399,38 @@ TEST(ChainGraphs, DirectWhereNoGraphCanBeRecorded) {
   }
 }
 
+// On every device (the pipeline runs one chain per frame slot on each GPU it
+// is given): the branch streams live where the graph was recorded.
+TEST(ChainGraphs, EqualDirectLaunchesOnEveryDevice) {
+  SBTEST_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(fresh_seed());
+  const FrameLayout layout = *native_layout(AV_PIX_FMT_YUV420P, 99, 71);
+  const std::string spec = "gblur=sigma=2,boxblur=radius=3";
+  const int count = cuda::device_count();
+  for (int device = 0; device < count; ++device) {
+    SCOPED_TRACE("device " + std::to_string(device));
+    CUDA_CHECK(cudaSetDevice(device));
+    FilterChain direct(parse_filter_chain(spec)), graphed(parse_filter_chain(spec));
+    direct.set_graphs(false);
+    direct.configure(layout, Backend::Cuda);
+    graphed.configure(layout, Backend::Cuda);
+    DeviceFrame a(layout), b(layout);
+    cuda::CudaStream stream;
+    for (int call = 0; call < 4; ++call) {
+      const auto host = random_frame(layout, rng);
+      a.upload(host);
+      b.upload(host);
+      direct.apply(a.planes(), 3, stream.get());
+      graphed.apply(b.planes(), 3, stream.get());
+      stream.synchronize();
+      const auto want = a.download(), got = b.download();
+      for (int p = 0; p < 3; ++p) ASSERT_EQ(got[p], want[p]) << "call " << call << " plane " << p;
+    }
+    EXPECT_EQ(graphed.graph_stats().launched, 3);
+  }
+  CUDA_CHECK(cudaSetDevice(0));
+}
+
 TEST(Registry, EveryFilterHasCases) {
   // The list the suite above runs: each registered filter, at least at its defaults.
   const std::vector<Case> cases = registry_cases();
