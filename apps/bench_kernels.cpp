@@ -299,30 +299,34 @@ void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, s
   r.copy_us = copy_us;
   results.push_back(r);
   if (opt.progress) opt.progress(results.back());
-  // The same three blurs through a FilterChain, as the pipeline and the
-  // Python module run them (chroma_scale=0 keeps sigma 2 on U and V): its
-  // launches made directly, then replayed as its CUDA graph.
-  const FrameLayout layout = *native_layout(sizeof(T) == 1 ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUV420P10LE, w, h);
-  for (bool graphs : {false, true}) {
-    FilterChain chain(parse_filter_chain("gblur=sigma=2:chroma_scale=0"));
-    chain.set_graphs(graphs);
-    chain.configure(layout, Backend::Cuda);
-    r.ours_us = median_us(
-        [&](int i) {
-          if (!chain.apply_from({any(y.in(i)), any(u.in(i)), any(v.in(i))}, {any(y.out(i)), any(u.out(i)), any(v.out(i))},
-                                3, st))
-            throw std::logic_error("gblur cannot write a new plane");
-        },
-        st, opt.samples);
-    if (graphs && chain.graph_stats().launched == 0) throw std::logic_error("the chain never ran as a CUDA graph");
-    r.filter = graphs ? "gblur420-graph" : "gblur420-chain";
-    results.push_back(r);
-    if (opt.progress) opt.progress(results.back());
-  }
+  // A row per way of launching `format`'s frame through the chain (as the
+  // pipeline and the Python module run it; chroma_scale=0 keeps sigma 2 on
+  // the chroma planes): directly ("-chain"), then as its CUDA graph ("-graph").
+  // run(chain, i): one frame of buffer set i.
+  auto chain_rows = [&](AVPixelFormat format, const std::string& name, auto run) {
+    const FrameLayout layout = *native_layout(format, w, h);
+    for (bool graphs : {false, true}) {
+      FilterChain chain(parse_filter_chain("gblur=sigma=2:chroma_scale=0"));
+      chain.set_graphs(graphs);
+      chain.configure(layout, Backend::Cuda);
+      r.ours_us = median_us([&](int i) { run(chain, i); }, st, opt.samples);
+      if (graphs && chain.graph_stats().launched == 0) throw std::logic_error("the chain never ran as a CUDA graph");
+      r.filter = name + (graphs ? "-graph" : "-chain");
+      results.push_back(r);
+      if (opt.progress) opt.progress(results.back());
+    }
+  };
+  auto into = [&](bool went) {
+    if (!went) throw std::logic_error("gblur cannot write a new plane");
+  };
+  chain_rows(sizeof(T) == 1 ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUV420P10LE, "gblur420", [&](FilterChain& chain, int i) {
+    into(chain.apply_from({any(y.in(i)), any(u.in(i)), any(v.in(i))}, {any(y.out(i)), any(u.out(i)), any(v.out(i))}, 3,
+                          st));
+  });
   // The semi-planar frame of the same sample size (nv12 / p010: Y and one
-  // plane of interleaved U, V), through the chain as the pipeline runs it:
-  // from src into dst for nv12; in place for p010, whose samples the chain
-  // shifts down to their 10 bits and back up around the blur.
+  // plane of interleaved U, V): from src into dst for nv12; in place for
+  // p010, whose samples the chain shifts down to their 10 bits and back up
+  // around the blur.
   Buffers<T> uv(w / 2 * 2, h / 2);
   uv.channels = 2;
   r.copy_us = median_us(
@@ -331,24 +335,13 @@ void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, s
         cuda::copy_plane<T>(uv.in(i), uv.out(i), st);
       },
       st, opt.samples);
-  const AVPixelFormat semi = sizeof(T) == 1 ? AV_PIX_FMT_NV12 : AV_PIX_FMT_P010LE;
-  const FrameLayout semi_layout = *native_layout(semi, w, h);
-  for (bool graphs : {false, true}) {
-    FilterChain chain(parse_filter_chain("gblur=sigma=2:chroma_scale=0"));
-    chain.set_graphs(graphs);
-    chain.configure(semi_layout, Backend::Cuda);
-    r.ours_us = median_us(
-        [&](int i) {
-          if (semi == AV_PIX_FMT_P010LE) chain.apply({any(y.out(i)), any(uv.out(i))}, 2, st);
-          else if (!chain.apply_from({any(y.in(i)), any(uv.in(i))}, {any(y.out(i)), any(uv.out(i))}, 2, st))
-            throw std::logic_error("gblur cannot write a new plane");
-        },
-        st, opt.samples);
-    if (graphs && chain.graph_stats().launched == 0) throw std::logic_error("the chain never ran as a CUDA graph");
-    r.filter = std::string("gblur-") + (sizeof(T) == 1 ? "nv12" : "p010") + (graphs ? "-graph" : "-chain");
-    results.push_back(r);
-    if (opt.progress) opt.progress(results.back());
-  }
+  if constexpr (sizeof(T) == 1)
+    chain_rows(AV_PIX_FMT_NV12, "gblur-nv12", [&](FilterChain& chain, int i) {
+      into(chain.apply_from({any(y.in(i)), any(uv.in(i))}, {any(y.out(i)), any(uv.out(i))}, 2, st));
+    });
+  else
+    chain_rows(AV_PIX_FMT_P010LE, "gblur-p010",
+               [&](FilterChain& chain, int i) { chain.apply({any(y.out(i)), any(uv.out(i))}, 2, st); });
 }
 
 }  // namespace

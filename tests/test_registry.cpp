@@ -252,6 +252,20 @@ std::array<std::vector<unsigned char>, 4> random_frame(const FrameLayout& l, std
   return host;
 }
 
+// One call of `chain` on `g` and of `direct` on `w`, both given the same new
+// random samples first: their outputs must be equal, bit for bit.
+void expect_same_call(FilterChain& chain, DeviceFrame& g, FilterChain& direct, DeviceFrame& w, cudaStream_t stream,
+                      std::mt19937& rng, const std::string& what) {
+  const auto host = random_frame(g.layout, rng);
+  g.upload(host);
+  w.upload(host);
+  chain.apply(g.planes(), g.layout.num_planes, stream);
+  direct.apply(w.planes(), w.layout.num_planes, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto want = w.download(), got = g.download();
+  for (int p = 0; p < g.layout.num_planes; ++p) EXPECT_TRUE(got[p] == want[p]) << what << ", plane " << p;
+}
+
 }  // namespace
 
 TEST_P(RegistryFilter, CudaGraphEqualsDirectLaunches) {
@@ -266,17 +280,8 @@ TEST_P(RegistryFilter, CudaGraphEqualsDirectLaunches) {
     graphed.configure(layout, Backend::Cuda);
     DeviceFrame a(layout), b(layout), other(layout);
     cuda::CudaStream stream;
-    for (int call = 0; call < 5; ++call) {
-      DeviceFrame& g = call < 4 ? b : other;  // the last call: new buffers
-      const auto host = random_frame(layout, rng);
-      a.upload(host);
-      g.upload(host);
-      direct.apply(a.planes(), layout.num_planes, stream.get());
-      graphed.apply(g.planes(), layout.num_planes, stream.get());
-      stream.synchronize();
-      const auto want = a.download(), got = g.download();
-      for (int p = 0; p < layout.num_planes; ++p) ASSERT_EQ(got[p], want[p]) << "call " << call << " plane " << p;
-    }
+    for (int call = 0; call < 5; ++call)  // the last call: new buffers
+      expect_same_call(graphed, call < 4 ? b : other, direct, a, stream.get(), rng, "call " + std::to_string(call));
     EXPECT_EQ(direct.graph_stats().launched, 0);
     EXPECT_EQ(graphed.graph_stats().recorded, 1) << "recorded on the second call on the same planes";
     EXPECT_EQ(graphed.graph_stats().launched, 3) << "launched on calls 2, 3 and 4, not on new buffers";
@@ -340,16 +345,7 @@ TEST(ChainGraphs, DirectWhereNoGraphCanBeRecorded) {
     chain.configure(layout, Backend::Cuda);
     direct.configure(layout, Backend::Cuda);
     direct.set_graphs(false);
-    for (int call = 0; call < 3; ++call) {
-      const auto host = random_frame(layout, rng);
-      a.upload(host);
-      b.upload(host);
-      chain.apply(b.planes(), 3, stream.get());
-      direct.apply(a.planes(), 3, stream.get());
-      stream.synchronize();
-      const auto want = a.download(), got = b.download();
-      for (int p = 0; p < 3; ++p) ASSERT_EQ(got[p], want[p]) << "regions, plane " << p;
-    }
+    for (int call = 0; call < 3; ++call) expect_same_call(chain, b, direct, a, stream.get(), rng, "regions");
     EXPECT_EQ(chain.graph_stats().launched, 0) << "a region filter";
   }
   {
@@ -381,19 +377,9 @@ TEST(ChainGraphs, DirectWhereNoGraphCanBeRecorded) {
     chain.configure(layout, Backend::Cuda);
     direct.configure(layout, Backend::Cuda);
     direct.set_graphs(false);
-    for (int call = 0; call < 5; ++call) {
-      const bool large = call == 2;
-      DeviceFrame& g = large ? big : b;
-      DeviceFrame& w = large ? big_want : a;
-      const auto host = random_frame(large ? big_layout : layout, rng);
-      g.upload(host);
-      w.upload(host);
-      chain.apply(g.planes(), 3, stream.get());
-      direct.apply(w.planes(), 3, stream.get());
-      stream.synchronize();
-      const auto want = w.download(), got = g.download();
-      for (int p = 0; p < 3; ++p) ASSERT_EQ(got[p], want[p]) << "call " << call << " plane " << p;
-    }
+    for (int call = 0; call < 5; ++call)
+      expect_same_call(chain, call == 2 ? big : b, direct, call == 2 ? big_want : a, stream.get(), rng,
+                       "call " + std::to_string(call));
     EXPECT_EQ(chain.graph_stats().recorded, 2) << "recorded on call 2, and again on call 5 after the scratch grew";
     EXPECT_EQ(chain.graph_stats().launched, 2);
   }
@@ -416,16 +402,8 @@ TEST(ChainGraphs, EqualDirectLaunchesOnEveryDevice) {
     graphed.configure(layout, Backend::Cuda);
     DeviceFrame a(layout), b(layout);
     cuda::CudaStream stream;
-    for (int call = 0; call < 4; ++call) {
-      const auto host = random_frame(layout, rng);
-      a.upload(host);
-      b.upload(host);
-      direct.apply(a.planes(), 3, stream.get());
-      graphed.apply(b.planes(), 3, stream.get());
-      stream.synchronize();
-      const auto want = a.download(), got = b.download();
-      for (int p = 0; p < 3; ++p) ASSERT_EQ(got[p], want[p]) << "call " << call << " plane " << p;
-    }
+    for (int call = 0; call < 4; ++call)
+      expect_same_call(graphed, b, direct, a, stream.get(), rng, "call " + std::to_string(call));
     EXPECT_EQ(graphed.graph_stats().launched, 3);
   }
   CUDA_CHECK(cudaSetDevice(0));
