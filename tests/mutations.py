@@ -114,6 +114,11 @@ MUTATIONS = [
       """      for (int p = 0; p < layout_.num_planes - 1; ++p)
         av_image_copy_plane(out->data[p], out->linesize[p], host + s->offset[p], static_cast<int>(s->pitch[p]),""",
       gpu=True),
+    M("cuda-register-dp2a-odd-half", "weights", "kernels/src/blur_tiled.cu",
+      "else acc = __dp2a_hi(taps.xq[m], odd[i / 4], acc);", "else acc = __dp2a_lo(taps.xq[m], odd[i / 4], acc);",
+      gpu=True),
+    M("cuda-register-fixed-point-remainder", "weights", "kernels/src/blur_tiled.cu",
+      "    q[R] += (1 << kTapBits) - sum;", "    (void)sum;", gpu=True),
     M("graph-branch-wrong-plane", "planes", "pipeline/src/filter.cpp",
       "work(planes[b + 1], st);", "work(planes[b], st);", gpu=True),
     M("graph-kept-after-scratch-moves", "planes", "pipeline/src/filter.cpp",

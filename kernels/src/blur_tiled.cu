@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cstdint>
 #include <stdexcept>
@@ -38,7 +39,11 @@ constexpr int kTileW = 128;  // samples per tile row: 32 threads x 4
 constexpr int kThreadsX = 32;
 constexpr int kThreadsY = 8;
 
-template <int R> struct Taps { float x[2 * R + 1]; float y[2 * R + 1]; };
+// x, y: the horizontal and vertical taps (zero-padded to the bucket's radius R).
+// xq: gauss_tiled's 8-bit horizontal taps as fixed point, x * 2^15 rounded
+// (summing to 2^15 exactly), in pairs (x[2m], x[2m + 1]) of 16 bits, x[2R + 1] = 0.
+template <int R> struct Taps { float x[2 * R + 1]; float y[2 * R + 1]; uint32_t xq[R + 1]; };
+constexpr int kTapBits = 15;
 
 template <class T> struct Io;
 template <> struct Io<uint8_t> { using V = uchar4; using W = uint32_t; };   // 4 samples
@@ -142,14 +147,21 @@ __host__ __device__ constexpr int tile_stride(int halo_x) {
   return ((kTileW + 2 * halo_x) * static_cast<int>(sizeof(T)) + 15) / 16 * 16 / static_cast<int>(sizeof(T));
 }
 
+// Bytes of the staged source: its rows, then 16 bytes that nothing writes
+// (the 8-bit Gaussian's last word of a window may reach past the last row's
+// samples; the tap there is 0), to a 16-byte boundary.
 template <class T>
-std::size_t shared_bytes(int halo_x, int rows_in, std::size_t acc_bytes) {
-  const std::size_t tile = (static_cast<std::size_t>(rows_in) * tile_stride<T>(halo_x) * sizeof(T) + 15) / 16 * 16;
-  return tile + static_cast<std::size_t>(rows_in) * kTileW * acc_bytes;
+__host__ __device__ constexpr std::size_t tile_bytes(int halo_x, int rows_in) {
+  return (static_cast<std::size_t>(rows_in) * tile_stride<T>(halo_x) * sizeof(T) + 15) / 16 * 16 + 16;
 }
 
-template <class T, int R, int TH>
-__global__ void __launch_bounds__(kThreadsX * kThreadsY)
+template <class T>
+std::size_t shared_bytes(int halo_x, int rows_in, std::size_t acc_bytes) {
+  return tile_bytes<T>(halo_x, rows_in) + static_cast<std::size_t>(rows_in) * kTileW * acc_bytes;
+}
+
+template <class T, int R, int TH, int kMinBlocks = 1>
+__global__ void __launch_bounds__(kThreadsX * kThreadsY, kMinBlocks)
 gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
             int width, int height, const Taps<R> taps, bool vector_io) {
   constexpr int kHalo = align4(R);
@@ -158,8 +170,7 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
   constexpr int kRowsPerThread = TH / kThreadsY;
   extern __shared__ float4 smem4[];
   T* tile = reinterpret_cast<T*>(smem4);
-  float* hsum = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(smem4) +
-                                         (kRowsIn * kStride * sizeof(T) + 15) / 16 * 16);
+  float* hsum = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(smem4) + tile_bytes<T>(kHalo, kRowsIn));
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * TH;
   load_tile<T, (R <= 4 ? 1 : 8)>(src, src_pitch, width, height, x0, y0, kRowsIn, kHalo, R, kStride, vector_io, tile);
   __syncthreads();
@@ -169,6 +180,41 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
   constexpr int kFirst = kHalo - R;  // offset of sample c - R in the loaded window
   constexpr int kGroups = (kFirst + 2 * R + 4 + 3) / 4;
   const int c = threadIdx.x * 4;
+  if constexpr (sizeof(T) == 1) {
+    // 8-bit: integer dot products on the packed bytes, two taps per DP2A
+    // (16-bit fixed-point weight pairs by two adjacent samples), so no sample
+    // is converted to float: output j's pair m holds window samples
+    // i = kFirst + j + 2m and i + 1, the low or high half of word i / 4
+    // (i even) or of the word shifted by one sample (i odd). Exact integer
+    // sums below 255 * 2^15 < 2^23, then one conversion to float per output.
+    // Words through the one holding sample kFirst + 2R + 4 (output 3's tap
+    // 2R + 1, weight 0), and one more for the shifted word of sample
+    // kFirst + 2R + 3: odd[(kFirst + 2R + 3) / 4] takes w[that + 1].
+    constexpr int kWords = (kFirst + 2 * R + 3) / 4 + 2;
+    for (int r = threadIdx.y; r < kRowsIn; r += kThreadsY) {
+      const uint32_t* t = reinterpret_cast<const uint32_t*>(tile + r * kStride + c);
+      uint32_t w[kWords], odd[kWords - 1];
+#pragma unroll
+      for (int g = 0; g < kWords; ++g) w[g] = t[g];
+#pragma unroll
+      for (int g = 0; g + 1 < kWords; ++g) odd[g] = __funnelshift_r(w[g], w[g + 1], 8);  // samples 4g+1 .. 4g+4
+      float out[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int m = 0; m <= R; ++m) {
+          const int i = kFirst + j + 2 * m;
+          if (i % 4 == 0) acc = __dp2a_lo(taps.xq[m], w[i / 4], acc);
+          else if (i % 4 == 2) acc = __dp2a_hi(taps.xq[m], w[i / 4], acc);
+          else if (i % 4 == 1) acc = __dp2a_lo(taps.xq[m], odd[i / 4], acc);
+          else acc = __dp2a_hi(taps.xq[m], odd[i / 4], acc);
+        }
+        out[j] = __uint2float_rn(acc);  // exact: below 2^24
+      }
+      *reinterpret_cast<float4*>(hsum + r * kTileW + c) = make_float4(out[0], out[1], out[2], out[3]);
+    }
+  } else {
   for (int r = threadIdx.y; r < kRowsIn; r += kThreadsY) {
     const T* t = tile + r * kStride + c;  // column c - kHalo of the source window
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -187,6 +233,7 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
       }
     }
     *reinterpret_cast<float4*>(hsum + r * kTileW + c) = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  }
   }
   __syncthreads();
 
@@ -233,8 +280,7 @@ box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   const int stride = tile_stride<T>(halo);
   extern __shared__ float4 smem4[];
   T* tile = reinterpret_cast<T*>(smem4);
-  uint32_t* hsum = reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(smem4) +
-                                               (static_cast<std::size_t>(rows_in) * stride * sizeof(T) + 15) / 16 * 16);
+  uint32_t* hsum = reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(smem4) + tile_bytes<T>(halo, rows_in));
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * TH;
   load_tile<T, kBatch>(src, src_pitch, width, height, x0, y0, rows_in, halo, ry, stride, vector_io, tile);
   __syncthreads();
@@ -499,6 +545,10 @@ box3(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, s
 }
 
 template <int R> constexpr int gauss_tile_rows() { return R <= 4 ? 32 : 64; }
+// The tall tiles' registers capped for 3 blocks per SM (80 registers): left
+// to itself the compiler may take 86-88 and fit 2, 20% slower at R = 6 and
+// 16 on an H200; a cap of 4 (64 registers) is slower again (10-20%).
+template <int R> constexpr int gauss_min_blocks() { return R <= 4 ? 1 : 3; }
 
 dim3 tile_grid(int width, int height, int tile_rows) {
   const unsigned rows = static_cast<unsigned>((height + tile_rows - 1) / tile_rows);
@@ -506,15 +556,32 @@ dim3 tile_grid(int width, int height, int tile_rows) {
   return dim3(static_cast<unsigned>((width + kTileW - 1) / kTileW), rows);
 }
 
+// gauss_tiled's taps for a bucket of radius R >= rx, ry.
+template <class T, int R>
+Taps<R> gauss_taps(const float* wx, int rx, const float* wy, int ry) {
+  Taps<R> taps{};
+  for (int k = -rx; k <= rx; ++k) taps.x[R + k] = wx[rx + k];
+  for (int k = -ry; k <= ry; ++k) taps.y[R + k] = wy[ry + k];
+  if constexpr (sizeof(T) == 1) {
+    // The horizontal sums come out as integers times 2^15 (see gauss_tiled):
+    // the vertical taps take the 2^-15 (exact, a power of two).
+    int q[2 * R + 2] = {};
+    int sum = 0;
+    for (int k = 0; k <= 2 * R; ++k) sum += q[k] = static_cast<int>(std::lround(taps.x[k] * (1 << kTapBits)));
+    q[R] += (1 << kTapBits) - sum;  // the rounding's remainder on the centre tap: flat areas stay exact
+    for (int m = 0; m <= R; ++m) taps.xq[m] = static_cast<uint32_t>(q[2 * m]) | static_cast<uint32_t>(q[2 * m + 1]) << 16;
+    for (float& v : taps.y) v *= 1.0f / (1 << kTapBits);
+  }
+  return taps;
+}
+
 template <class T, int R>
 void launch_gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height,
                   const float* wx, int rx, const float* wy, int ry, cudaStream_t stream) {
   constexpr int TH = gauss_tile_rows<R>();
-  Taps<R> taps{};
-  for (int k = -rx; k <= rx; ++k) taps.x[R + k] = wx[rx + k];
-  for (int k = -ry; k <= ry; ++k) taps.y[R + k] = wy[ry + k];
+  const Taps<R> taps = gauss_taps<T, R>(wx, rx, wy, ry);
   const std::size_t shared = shared_bytes<T>(align4(R), TH + 2 * R, sizeof(float));
-  auto kernel = gauss_tiled<T, R, TH>;
+  auto kernel = gauss_tiled<T, R, TH, gauss_min_blocks<R>()>;
   static std::atomic<unsigned long long> opted{0};
   opt_in_shared(kernel, opted);
   const bool vector_io = aligned(src, sp, 4 * sizeof(T)) && aligned(dst, dp, 4 * sizeof(T));
