@@ -147,17 +147,18 @@ __host__ __device__ constexpr int tile_stride(int halo_x) {
   return ((kTileW + 2 * halo_x) * static_cast<int>(sizeof(T)) + 15) / 16 * 16 / static_cast<int>(sizeof(T));
 }
 
-// Bytes of the staged source: its rows, then 16 bytes that nothing writes
-// (the 8-bit Gaussian's last word of a window may reach past the last row's
-// samples; the tap there is 0), to a 16-byte boundary.
+// Bytes of the staged source: its rows to a 16-byte boundary, then `pad`
+// bytes that nothing writes (the 8-bit Gaussian's last word of a window may
+// reach past the last row's samples; the tap there is 0).
 template <class T>
-__host__ __device__ constexpr std::size_t tile_bytes(int halo_x, int rows_in) {
-  return (static_cast<std::size_t>(rows_in) * tile_stride<T>(halo_x) * sizeof(T) + 15) / 16 * 16 + 16;
+__host__ __device__ constexpr std::size_t tile_bytes(int halo_x, int rows_in, int pad = 0) {
+  return (static_cast<std::size_t>(rows_in) * tile_stride<T>(halo_x) * sizeof(T) + 15) / 16 * 16 + pad;
 }
+constexpr int kGaussTilePad = 16;
 
 template <class T>
-std::size_t shared_bytes(int halo_x, int rows_in, std::size_t acc_bytes) {
-  return tile_bytes<T>(halo_x, rows_in) + static_cast<std::size_t>(rows_in) * kTileW * acc_bytes;
+std::size_t shared_bytes(int halo_x, int rows_in, std::size_t acc_bytes, int pad = 0) {
+  return tile_bytes<T>(halo_x, rows_in, pad) + static_cast<std::size_t>(rows_in) * kTileW * acc_bytes;
 }
 
 template <class T, int R, int TH, int kMinBlocks = 1>
@@ -170,7 +171,8 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
   constexpr int kRowsPerThread = TH / kThreadsY;
   extern __shared__ float4 smem4[];
   T* tile = reinterpret_cast<T*>(smem4);
-  float* hsum = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(smem4) + tile_bytes<T>(kHalo, kRowsIn));
+  float* hsum =
+      reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(smem4) + tile_bytes<T>(kHalo, kRowsIn, kGaussTilePad));
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * TH;
   load_tile<T, (R <= 4 ? 1 : 8)>(src, src_pitch, width, height, x0, y0, kRowsIn, kHalo, R, kStride, vector_io, tile);
   __syncthreads();
@@ -270,6 +272,9 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
   }
 }
 
+// The batched loads' registers capped for 3 blocks per SM (80 registers), as
+// the tall Gaussian tiles: the compiler took 93 for 8-bit samples once code
+// elsewhere in this file changed, fitting 2 blocks (4K r = 15: 42 -> 52 us).
 template <class T, int TH, int kBatch>
 __global__ void __launch_bounds__(kThreadsX * kThreadsY)
 box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
@@ -280,7 +285,8 @@ box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   const int stride = tile_stride<T>(halo);
   extern __shared__ float4 smem4[];
   T* tile = reinterpret_cast<T*>(smem4);
-  uint32_t* hsum = reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(smem4) + tile_bytes<T>(halo, rows_in));
+  uint32_t* hsum = reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(smem4) +
+                                               (static_cast<std::size_t>(rows_in) * stride * sizeof(T) + 15) / 16 * 16);
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * TH;
   load_tile<T, kBatch>(src, src_pitch, width, height, x0, y0, rows_in, halo, ry, stride, vector_io, tile);
   __syncthreads();
@@ -580,7 +586,7 @@ void launch_gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, in
                   const float* wx, int rx, const float* wy, int ry, cudaStream_t stream) {
   constexpr int TH = gauss_tile_rows<R>();
   const Taps<R> taps = gauss_taps<T, R>(wx, rx, wy, ry);
-  const std::size_t shared = shared_bytes<T>(align4(R), TH + 2 * R, sizeof(float));
+  const std::size_t shared = shared_bytes<T>(align4(R), TH + 2 * R, sizeof(float), kGaussTilePad);
   auto kernel = gauss_tiled<T, R, TH, gauss_min_blocks<R>()>;
   static std::atomic<unsigned long long> opted{0};
   opt_in_shared(kernel, opted);
@@ -634,7 +640,7 @@ int gauss_bucket(int radius) {
 template <class T>
 std::size_t gauss_shared(int bucket) {
   const int th = bucket <= 4 ? 32 : 64;  // gauss_tile_rows
-  return shared_bytes<T>(align4(bucket), th + 2 * bucket, sizeof(float));
+  return shared_bytes<T>(align4(bucket), th + 2 * bucket, sizeof(float), kGaussTilePad);
 }
 
 }  // namespace
