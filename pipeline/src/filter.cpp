@@ -279,7 +279,8 @@ bool FilterChain::apply_from(const std::array<AnyPlane, 4>& src, const std::arra
   key.src = src;
   key.dst = dst;
   key.num_planes = num_planes;
-  if (launch_graph(key, std::span<const int>(kAll.data(), static_cast<std::size_t>(num_planes)), [&](int p, cudaStream_t st) { enqueue_plane(p, &src[p], dst[p], st); }, stream))
+  const std::span<const int> all(kAll.data(), static_cast<std::size_t>(num_planes));
+  if (launch_graph(key, all, [&](int p, cudaStream_t st) { enqueue_plane(p, &src[p], dst[p], st); }, stream))
     return true;
   for (int p = 0; p < num_planes; ++p) filters_.front()->apply_from(p, src[p], dst[p], stream);
   for (std::size_t i = 1; i < filters_.size(); ++i)

@@ -242,7 +242,11 @@ class FilterChain {
   // (it may allocate), as do calls on the legacy default stream, calls inside
   // the caller's own stream capture (the launches join the caller's graph),
   // and chains of a single launch. Graphs are kept for the last 16 sets of
-  // planes; they are dropped when a filter's device memory moves.
+  // planes; they are dropped when a filter's device memory moves. Like the
+  // filters' scratch, they belong to the chain: one thread at a time, its
+  // calls' GPU work ordered one after another (the pipeline has a chain per
+  // frame slot; the Python module locks each cached chain for a call and
+  // orders its calls with an event).
   void set_graphs(bool on);
   struct GraphStats {
     long long recorded = 0;  // graphs instantiated
