@@ -664,7 +664,8 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(640, 360, 3, 1), P::Fused);
   EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(640, 360, 3, 1), P::TwoPass);
   EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(3840, 2160, 1, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(3840, 2160, 1, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(3840, 2160, 1, 1), P::Register);  // r = 21: the 24 bucket
+  EXPECT_EQ(cuda::GaussianBlur(9.0).path_taken(3840, 2160, 1, 1), P::Wide);       // r = 27: above it
   EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(3840, 2160, 1, 2), P::Register);
   EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(3840, 2160, 1, 2), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(3840, 2160, 1, 1), P::Register);

@@ -401,13 +401,13 @@ constexpr int kRunningFromRadiusLarge = 22;
 constexpr int kRunningFromRadiusPairsLarge = 8;
 constexpr int kRunningFromRadiusPairs = 20;
 // One-channel Gaussians on planes of 4 M samples or more take the wide passes
-// (blur_wide.cu) from this radius, by sample size (4K 8-bit: wide 73 us
-// against register 78 at r = 21, 53 against 51 at r = 15; 16-bit: 80 against
-// 69 at r = 21, 86 against 93 at r = 30). Smaller planes keep the register
-// kernels up to r = 32 (1080p r = 30: 28.4 against 29.0 at 8 bits, 29.0
-// against 25.9 at 16).
-constexpr int kWideFromRadiusLarge8 = 19;
-constexpr int kWideFromRadiusLarge16 = 25;
+// (blur_wide.cu) from this radius, at either sample size: above the register
+// kernels' 24 bucket (4K 8-bit, with the DP2A horizontal pass: register 65.5
+// us against wide 70.7-79.2 at r = 20-24, 84.1 against 79.7 at r = 28;
+// 16-bit: register 70.4 against 83.5-90.0 at r = 17-24, 94.9 against 90.6
+// at r = 28). Smaller planes keep the register kernels up to r = 32 (1080p
+// r = 30: 24.0 against 27.7 at 8 bits, 26.5 against 30.5 at 16).
+constexpr int kWideFromRadiusLarge = 25;
 
 template <class In>
 Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sample_bytes, int rx, int ry,
@@ -427,7 +427,7 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   if (path == BlurPath::Wide) path = BlurPath::TwoPass;
   const int running_from = one_channel ? (large ? kRunningFromRadiusLarge : kRunningFromRadius)
                                        : large ? kRunningFromRadiusPairsLarge : kRunningFromRadiusPairs;
-  const int wide_from = !large ? tiled::kMaxRadius + 1 : sample_bytes == 1 ? kWideFromRadiusLarge8 : kWideFromRadiusLarge16;
+  const int wide_from = large ? kWideFromRadiusLarge : tiled::kMaxRadius + 1;
   if (path == BlurPath::Auto && running_fits && std::max(rx, ry) >= running_from) return Kernel::Running;
   if (path == BlurPath::Running && running_fits) return Kernel::Running;
   if (path == BlurPath::Running) path = BlurPath::Register;
