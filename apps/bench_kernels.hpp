@@ -38,6 +38,7 @@ struct KernelResult {
   double sliding_us = 0;   // the same, forcing the sliding-window kernels (where they run)
   double running_us = 0;   // the same, forcing the running-sum box kernels (where they run)
   double wide_us = 0;      // the same, forcing the wide Gaussian passes (where they run)
+  double tensor_us = 0;    // the same, forcing the tensor-core Gaussian (where it runs)
   double copy_us = 0;   // device-to-device copy of the same bytes
   double npp_us = -1;   // NPP on the same buffers; -1 when NPP is not built in
   int npp_max_diff = -1;

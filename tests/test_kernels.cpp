@@ -537,7 +537,7 @@ struct DeviceImage {
 
 const cuda::BlurPath kPaths[] = {cuda::BlurPath::Auto,     cuda::BlurPath::Fused,   cuda::BlurPath::TwoPass,
                                  cuda::BlurPath::Register, cuda::BlurPath::Sliding, cuda::BlurPath::Running,
-                                 cuda::BlurPath::Wide};
+                                 cuda::BlurPath::Wide,     cuda::BlurPath::Tensor};
 std::string path_label(cuda::BlurPath p) { return std::string("path ") + cuda::path_name(p); }
 
 // Runs `apply(src, dst, stream)` twice with two poisons: every sample must be
@@ -659,18 +659,26 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   }
   // Which kernels Auto takes is part of the contract the benchmark reports.
   using P = cuda::BlurPath;
-  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(3840, 2160, 1, 1), P::Register);
+  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(3840, 2160, 1, 1), P::Tensor);
+  EXPECT_EQ(cuda::GaussianBlur(1.5).path_taken(3840, 2160, 1, 1), P::Tensor);    // r = 5
+  EXPECT_EQ(cuda::GaussianBlur(1.0).path_taken(3840, 2160, 1, 1), P::Register);  // r = 3
+  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::GaussianBlur(4.0).path_taken(1920, 1080, 1, 1), P::Register);  // r = 12
+  EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(1920, 1080, 1, 1), P::Tensor);    // r = 15
+  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(3840, 2160, 1, 2), P::Register);  // 16-bit
   EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(1920, 1080, 1, 2), P::Register);
   EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(640, 360, 3, 1), P::Fused);
   EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(640, 360, 3, 1), P::TwoPass);
   EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(3840, 2160, 1, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(3840, 2160, 1, 1), P::Register);  // r = 21: the 24 bucket
-  EXPECT_EQ(cuda::GaussianBlur(9.0).path_taken(3840, 2160, 1, 1), P::Wide);       // r = 27: above it
+  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(3840, 2160, 1, 1), P::Tensor);
+  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(3840, 2160, 1, 1), P::Tensor);  // r = 30
+  EXPECT_EQ(cuda::GaussianBlur(11.0).path_taken(3840, 2160, 1, 1), P::Wide);    // r = 33: beyond it
   EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(3840, 2160, 1, 2), P::Register);
   EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(3840, 2160, 1, 2), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(3840, 2160, 1, 1), P::Register);
-  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(3840, 2160, 1, 1), P::Tensor);
+  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(1920, 1080, 1, 1), P::Tensor);
   EXPECT_EQ(cuda::GaussianBlur(11.0).path_taken(1920, 1080, 1, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(9.0).path_taken(3840, 2160, 1, 2), P::Wide);      // r = 27: above it
   EXPECT_EQ(cuda::GaussianBlur(100.0).path_taken(1920, 1080, 1, 2), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(960, 540, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(960, 540, 2, 1), P::Wide);
@@ -805,6 +813,74 @@ TEST(CudaBlur, WideGaussAnyRadius) {
     if (c.bytes == 1) run(uint8_t{});
     else run(uint16_t{});
   }
+}
+
+// The tensor-core Gaussian (8-bit, one channel): every radius 0 to 32 in
+// either direction (1 to 5 blocks of taps per band, the staged columns' offset
+// A - rx at 0..3), rx != ry, sizes around the 128 x 64 tiles and below one,
+// plane starts and pitches with no alignment (single loads and byte stores)
+// and 256-byte pitches, in place and not. Within 1 of the float64 reference,
+// with close_to's limits on how many samples differ and on their mean; a
+// smooth plane (no noise to hide a bias) at every radius too.
+TEST(CudaBlur, TensorGaussEveryRadius) {
+  REQUIRE_GPU();
+  struct Case { Size s; double sx, sy; int rx, ry; };
+  std::vector<Case> cases = {
+      {{1, 1}, 2.0, 2.0, -1, -1},     {{3, 70}, 1.0, 3.0, -1, -1},    {{129, 65}, 0.5, 0.5, -1, -1},
+      {{127, 63}, 4.0, 0.7, -1, -1},  {{300, 200}, 9.0, 2.0, 32, 6},  {{261, 129}, 1.5, 10.0, 4, 32},
+      {{517, 131}, 3.0, 3.0, 0, 9},   {{200, 90}, 2.0, 2.0, 7, 0},
+  };
+  auto at = [](HostImage<uint8_t>& img, int x, int y) -> uint8_t& { return img.buf[y * img.pitch + x]; };
+  for (int r = 0; r <= 32; ++r) cases.push_back({{261 + r, 70 + r}, std::max(0.5, r / 3.0), std::max(0.5, r / 3.0), r, r});
+  for (const Case& c : cases) {
+    for (bool smooth : {false, true}) {
+      const unsigned seed = fresh_seed();
+      SCOPED_TRACE(testing::Message() << c.s.w << "x" << c.s.h << " sigma=" << c.sx << "," << c.sy << " r=" << c.rx
+                                      << "," << c.ry << (smooth ? " smooth" : "") << " seed=" << seed);
+      HostImage<uint8_t> src = random_image<uint8_t>(c.s.w, c.s.h, 1, seed, full_range<uint8_t>());
+      if (smooth)
+        for (int y = 0; y < c.s.h; ++y)
+          for (int x = 0; x < c.s.w; ++x)
+            at(src, x, y) = static_cast<uint8_t>(std::lround(127.5 + 127.5 * std::sin(0.013 * x * (1 + seed % 5)) *
+                                                                        std::cos(0.021 * y)));
+      HostImage<uint8_t> want(c.s.w, c.s.h, 1);
+      reference::gaussian_blur<uint8_t>(src.cplane(), want.plane(), c.sx, c.sy, c.rx, c.ry);
+      cuda::GaussianBlur blur(c.sx, c.sy, c.rx, c.ry);
+      check_forced_path<uint8_t>(blur, cuda::BlurPath::Tensor, true, src, want, 1);
+      if (c.s.w > 1) {  // a plane start and pitch with no alignment: single loads, byte stores
+        DeviceImage<uint8_t> a(c.s.w + 3, c.s.h, 1), b(c.s.w + 5, c.s.h, 1);
+        HostImage<uint8_t> wide(c.s.w + 3, c.s.h, 1);
+        for (int y = 0; y < c.s.h; ++y)
+          for (int x = 0; x < c.s.w; ++x) at(wide, x + 1, y) = at(src, x, y);
+        a.upload(wide);
+        b.poison(0x5A);
+        cuda::CudaStream stream;
+        const Plane<uint8_t> pa = a.plane(), pb = b.plane();
+        blur.apply<uint8_t>(Plane<const uint8_t>(pa.data + 1, c.s.w, c.s.h, pa.pitch, 1),
+                            Plane<uint8_t>(pb.data + 3, c.s.w, c.s.h, pb.pitch, 1), stream.get());
+        stream.synchronize();
+        HostImage<uint8_t> got = b.download();
+        HostImage<uint8_t> inner(c.s.w, c.s.h, 1);
+        for (int y = 0; y < c.s.h; ++y) {
+          for (int x = 0; x < c.s.w; ++x) at(inner, x, y) = at(got, x + 3, y);
+          for (int x : {0, 1, 2}) EXPECT_EQ(at(got, x, y), 0x5A) << "wrote before the plane at row " << y;
+          for (int x = c.s.w + 3; x < c.s.w + 5; ++x) EXPECT_EQ(at(got, x, y), 0x5A) << "wrote past the plane at row " << y;
+        }
+        EXPECT_TRUE(close_to(inner, want, 1)) << "unaligned planes";
+      }
+    }
+  }
+  // Where it cannot run it falls back to the register path.
+  cuda::GaussianBlur small(2.0), large(11.0);
+  small.set_path(cuda::BlurPath::Tensor);
+  large.set_path(cuda::BlurPath::Tensor);
+  EXPECT_EQ(small.path_taken(640, 360, 1, 1), cuda::BlurPath::Tensor);
+  EXPECT_EQ(small.path_taken(640, 360, 1, 2), cuda::BlurPath::Register);
+  EXPECT_EQ(small.path_taken(640, 360, 2, 1), cuda::BlurPath::Fused);
+  EXPECT_EQ(large.path_taken(640, 360, 1, 1), cuda::BlurPath::Fused);  // r = 33: nor the register path
+  cuda::BoxBlur box(3);
+  box.set_path(cuda::BlurPath::Tensor);
+  EXPECT_EQ(box.path_taken(640, 360, 1, 1), cuda::BlurPath::Register);
 }
 
 // The 3x3 box (sliding path, radius 1): widths around the 8-sample lanes and

@@ -25,6 +25,7 @@
 #include "streamblur/kernels/cuda_blur.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "blur_running.hpp"
+#include "blur_tensor.hpp"
 #include "blur_tiled.hpp"
 #include "blur_wide.hpp"
 #include "device_rows.cuh"
@@ -367,11 +368,13 @@ void check_planes(const Plane<const T>& src, const Plane<T>& dst) {
 }
 
 // The kernel that runs, after Auto's choice and the fall-backs.
-enum class Kernel { Sliding, Register, Running, Wide, FusedX4, Fused, TwoPass };
+enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, TwoPass };
 
 // Auto's choice, from the kernel benchmark on an H200 (README; 8- and 16-bit
 // planes, 1080p and 4K):
-// - Gaussians on one-channel planes: the register-blocked kernels up to
+// - Gaussians on one-channel 8-bit planes: the tensor-core kernel from
+//   kTensorFromRadius(Large) to radius 32;
+// - other Gaussians on one-channel planes: the register-blocked kernels up to
 //   radius 32 (faster than the fused and sliding ones at every sigma and size
 //   measured), the wide two passes above and, on planes of 4 M samples or
 //   more, from kWideFromRadiusLarge;
@@ -408,6 +411,17 @@ constexpr int kRunningFromRadiusPairs = 20;
 // at r = 28). Smaller planes keep the register kernels up to r = 32 (1080p
 // r = 30: 24.0 against 27.7 at 8 bits, 26.5 against 30.5 at 16).
 constexpr int kWideFromRadiusLarge = 25;
+// One-channel 8-bit Gaussians take the tensor-core kernel (blur_tensor.cu)
+// from these radii up to its largest, 32 (H200, GPU run 52):
+// - planes of 4 M samples or more from r = 5 (4K: sigma 1.5, r = 5, 25.0 us
+//   against the register kernel's 27.9; sigma 2 25.1 against 27.8; sigma 5
+//   32.6 against 43.2; r = 27-30 69.6-71.2 against the wide passes' 79.3;
+//   sigma 1, r = 3: register 19.6 against 26.2);
+// - smaller planes from r = 13 (1080p sigma 5, r = 15: 13.2 against 15.0;
+//   sigma 6-8 15.9 against 19.1; at r <= 12 the register kernels win or tie,
+//   sigma 2 10.7 against 11.4).
+constexpr int kTensorFromRadiusLarge = 5;
+constexpr int kTensorFromRadius = 13;
 
 template <class In>
 Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sample_bytes, int rx, int ry,
@@ -419,6 +433,9 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
       one_channel && (weighted ? tiled::gauss_fits(rx, ry, sample_bytes) : tiled::box_fits(rx, ry, sample_bytes));
   const bool running_fits = !weighted && running::fits(samples / channels, channels, sample_bytes, rx, ry);
   const bool wide_fits = weighted && wide::fits(channels, rx, ry);
+  const bool tensor_fits = weighted && one_channel && tensor::fits(rx, ry, sample_bytes);
+  if (path == BlurPath::Tensor && tensor_fits) return Kernel::Tensor;
+  if (path == BlurPath::Tensor) path = BlurPath::Register;
   if (path == BlurPath::Wide && wide_fits) return Kernel::Wide;
   // Interleaved pairs: the wide passes at every sigma measured (960x1080x2
   // 8-bit: 16.0 us at sigma 0.5 and 15.8 at sigma 1, against the generic
@@ -434,6 +451,8 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   if (path == BlurPath::Auto && one_channel) {
     if (!weighted && rx <= 3 && ry <= 3 && !large) path = BlurPath::Fused;
     else if (!weighted && rx == 1 && ry == 1 && large && sliding_fits) return Kernel::Sliding;
+    else if (tensor_fits && std::max(rx, ry) >= (large ? kTensorFromRadiusLarge : kTensorFromRadius))
+      return Kernel::Tensor;
     else if (weighted && wide_fits && std::max(rx, ry) >= wide_from) return Kernel::Wide;
     else if (register_fits) return Kernel::Register;
   }
@@ -457,6 +476,7 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
 
 BlurPath path_of(Kernel k) {
   switch (k) {
+    case Kernel::Tensor: return BlurPath::Tensor;
     case Kernel::Sliding: return BlurPath::Sliding;
     case Kernel::Register: return BlurPath::Register;
     case Kernel::Running: return BlurPath::Running;
@@ -488,6 +508,12 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
     if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
   };
   const Kernel kernel = choose_kernel<In>(path, kWeighted, src.channels, sizeof(T), rx, ry, samples, height);
+  if (kernel == Kernel::Tensor) {
+    if constexpr (kWeighted && sizeof(T) == 1)
+      tensor::gauss(src.data, src.pitch, out.data, out.pitch, samples, height, host_weights, rx,
+                    host_weights + 2 * rx + 1, ry, stream);
+    return finish_fused("gauss_tensor");
+  }
   if (kernel == Kernel::Sliding) {
     tiled::sliding<T>(src.data, src.pitch, out.data, out.pitch, samples, height, host_weights, rx,
                       kWeighted ? host_weights + 2 * rx + 1 : nullptr, ry, stream);
@@ -591,6 +617,7 @@ const char* path_name(BlurPath path) noexcept {
     case BlurPath::Sliding: return "sliding";
     case BlurPath::Running: return "running";
     case BlurPath::Wide: return "wide";
+    case BlurPath::Tensor: return "tensor";
   }
   return "?";
 }

@@ -30,9 +30,13 @@ namespace streamblur::cuda {
 // Wide: Gaussian only; two register-blocked passes through a float plane
 // whose cost is their FMAs, for any radius, on planes of one or two
 // interleaved channels; it falls back to two passes (a box, 3-4 channels).
-enum class BlurPath { Auto, Fused, TwoPass, Register, Sliding, Running, Wide };
+// Tensor: Gaussian only, on one-channel 8-bit planes up to radius 32; both
+// passes as fp16 matrix products on the tensor cores (fp16 taps summing to 1,
+// fp32 sums, the intermediate split into two fp16 parts); it falls
+// back to the register path (16-bit samples, a box) and on from there.
+enum class BlurPath { Auto, Fused, TwoPass, Register, Sliding, Running, Wide, Tensor };
 
-// "auto", "fused", "two-pass", "register", "sliding", "running", "wide".
+// "auto", "fused", "two-pass", "register", "sliding", "running", "wide", "tensor".
 const char* path_name(BlurPath path) noexcept;
 
 class GaussianBlur {

@@ -1,0 +1,408 @@
+// Gaussian blurs of one-channel 8-bit planes on the tensor cores: the "tensor"
+// path of cuda::GaussianBlur.
+//
+// Each pass is a product with a banded Toeplitz matrix of the taps. A block
+// of 8 warps owns an output tile of 128 columns by 64 rows; warp w owns its
+// 16 columns [16 w, 16 w + 16) in both passes, so the passes meet only in the
+// warp's own part of shared memory.
+//
+// 1. The block stages the tile's source, rows [y0 - ry, ...) and columns
+//    [x0 - A, ...) with A = rx rounded up to 4 (edges clamped), as fp16
+//    values b - 128 (exact).
+// 2. Horizontal: H (rows x 16 columns of the warp) = S (rows x 16 S' columns)
+//    x T_h, in m16n8k16 MMAs (fp16 in, fp32 accumulate). Only S' = ceil((16 +
+//    A + rx) / 16) column blocks of the staged tile meet a warp's 16 outputs,
+//    and the band's blocks are the same for every warp and row: S' 16x16
+//    blocks of taps, held in registers as MMA fragments.
+// 3. H, which is no longer exact, is kept as two fp16 planes, hi = fp16(H)
+//    and lo = fp16(H - hi) (22 significant bits together).
+// 4. Vertical: out (64 rows x 16) = T_v x H, over ceil((16 + 2 ry) / 16)
+//    blocks of H's rows, as hi and lo products. The result, plus the 128 the
+//    staging took off times the taps' sums, is rounded half up into an
+//    output tile (over the staged source, no longer needed) and stored 16
+//    bytes at a time.
+//
+// Precision: the taps are fp16 pairs too, w = hi + lo, so every product the
+// passes sum is the float kernels' to about 2^-22 (products of fp16 values
+// are exact in the fp32 accumulators); the terms dropped (the taps' lo x H's
+// lo) are below 2^-20 of a sample. With the taps' hi parts alone, 1.2-1.4%
+// of the samples of a random plane at sigma 1 differed from the float64
+// reference (H200, 4K sigma 2 and 5 about 3% faster), against the tests'
+// limit of 1%.
+//
+// The grid is persistent (as many blocks as fit at once), each block loading
+// its next tile's source into registers while it computes the current one.
+// Global memory sees one read of each tile and its halo and one write per
+// sample.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <stdexcept>
+
+#include "blur_tensor.hpp"
+#include "device_rows.cuh"
+#include "streamblur/kernels/cuda_check.hpp"
+
+namespace streamblur::cuda::tensor {
+namespace {
+
+using detail::opt_in_shared;
+using detail::round_clamp;
+using detail::row_ptr;
+using detail::shared_limit;
+
+constexpr int kTileW = 128;
+constexpr int kTileH = 64;
+constexpr int kThreads = 256;  // 8 warps, one per 16 output columns
+
+struct Taps {
+  float x[2 * kMaxRadius + 1];  // 2 rx + 1 horizontal weights
+  float y[2 * kMaxRadius + 1];  // 2 ry + 1 vertical weights
+  int rx, ry;
+  int x_offset;  // A - rx: where the staged columns start before the first tap
+  float bias;    // 128 x sum(x) x sum(y): the staged values' offset, after both passes
+};
+
+constexpr int align4(int r) { return (r + 3) & ~3; }
+
+// 16 x 16 blocks of the staged plane that a band of taps meets: S = the
+// larger of the horizontal and vertical counts.
+constexpr int steps(int rx, int ry) {
+  return std::max((16 + align4(rx) + rx + 15) / 16, (16 + 2 * ry + 15) / 16);
+}
+static_assert(steps(kMaxRadius, kMaxRadius) == 5, "launch() instantiates 1 to 5 steps");
+
+template <int S> struct Layout {
+  static constexpr int kRows = kTileH - 16 + 16 * S;  // staged rows = rows of H
+  static constexpr int kCols = kTileW + 16 * (S - 1);  // staged columns
+  // Pitches in halves, an odd number of 16-byte units: ldmatrix's 8 rows
+  // fall in 8 different bank groups.
+  static constexpr int kSPitch = kCols + 8;
+  static constexpr int kHPitch = kTileW + 8;
+  static constexpr int kOutPitch = kTileW + 16;  // bytes; 16-byte rows, 2-byte stores spread over the banks
+  static constexpr std::size_t kSBytes = std::size_t{kRows} * kSPitch * 2;
+  static constexpr std::size_t kHBytes = std::size_t{kRows} * kHPitch * 2;
+  static constexpr std::size_t kTapBytes = 4 * std::size_t{16 * S + 64} * 2;  // 4 x kTapLen<S> halves
+  static constexpr std::size_t kShared = kSBytes + 2 * kHBytes + kTapBytes;
+  static_assert(std::size_t{kTileH} * kOutPitch <= kSBytes, "the output tile reuses the staged source");
+};
+
+__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 fp16 matrices from shared memory; lanes 0-15 address rows 0-15 of
+// a 16x16 block's left half, lanes 16-31 of its right half.
+__device__ __forceinline__ void load_block(uint32_t r[4], const __half* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
+}
+__device__ __forceinline__ void load_block_transposed(uint32_t r[4], const __half* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
+}
+
+__device__ __forceinline__ uint32_t bits(__half2 h) { return *reinterpret_cast<const uint32_t*>(&h); }
+
+// The taps in shared memory as fp16 high parts and remainders, zero-padded
+// by kTapPad on both sides so that every fragment's index is in range.
+constexpr int kTapPad = 32;
+template <int S> constexpr int kTapLen = 16 * S + 2 * kTapPad;
+struct TapHalves {
+  __half* hi;
+  __half* lo;
+  // Taps i and i + 1 (i from -kTapPad) as an fp16 pair.
+  __device__ __forceinline__ uint32_t pair(int i, bool remainder) const {
+    const __half* p = (remainder ? lo : hi) + kTapPad + i;
+    return uint32_t{__half_as_ushort(p[0])} | uint32_t{__half_as_ushort(p[1])} << 16;
+  }
+};
+__device__ __forceinline__ void split_taps(const float* w, int n, __half* hi, __half* lo, int len, int tid) {
+  for (int j = tid; j < len; j += kThreads) {
+    const int i = j - kTapPad;
+    const float v = i >= 0 && i < n ? w[i] : 0.0f;
+    const __half h = __float2half_rn(v);
+    hi[j] = h;
+    lo[j] = __float2half_rn(v - __half2float(h));
+  }
+}
+
+// A thread's share of a tile's staged source, 4 samples per word.
+template <int S>
+struct Tile {
+  static constexpr int kGroupsPerRow = Layout<S>::kCols / 4;
+  static constexpr int kGroups = Layout<S>::kRows * kGroupsPerRow;
+  static constexpr int kPer = (kGroups + kThreads - 1) / kThreads;
+  uint32_t words[kPer];
+
+  // Rows [y0 - ry, ...), columns [x0 - A, ...), edges clamped; all of the
+  // thread's loads in flight together.
+  __device__ __forceinline__ void load(const uint8_t* __restrict__ src, std::ptrdiff_t sp, int width, int height,
+                                       int x0, int y0, int rx, int ry, bool vector_in, int tid) {
+    const int xs = x0 - align4(rx);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int g = tid + k * kThreads;
+      words[k] = 0;
+      if (g < kGroups) {
+        const int i = g / kGroupsPerRow, x = xs + 4 * (g - i * kGroupsPerRow);
+        const uint8_t* row = row_ptr(src, sp, min(max(y0 - ry + i, 0), height - 1));
+        if (vector_in && x >= 0 && x + 3 < width) {
+          words[k] = __ldg(reinterpret_cast<const unsigned int*>(row + x));
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) words[k] |= uint32_t{row[min(max(x + j, 0), width - 1)]} << (8 * j);
+        }
+      }
+    }
+  }
+  // Into shared memory as fp16 b - 128: 0x64bb is the fp16 1024 + b exactly;
+  // minus 1152 leaves b - 128.
+  __device__ __forceinline__ void stage(__half* staged, int tid) const {
+    const __half2 offset = __float2half2_rn(1152.0f);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int g = tid + k * kThreads;
+      if (g < kGroups) {
+        const int i = g / kGroupsPerRow, q = g - i * kGroupsPerRow;
+        uint32_t lo = __byte_perm(words[k], 0x6464u, 0x4140), hi = __byte_perm(words[k], 0x6464u, 0x4342);
+        const __half2 a = __hsub2(*reinterpret_cast<const __half2*>(&lo), offset);
+        const __half2 b = __hsub2(*reinterpret_cast<const __half2*>(&hi), offset);
+        *reinterpret_cast<uint2*>(staged + i * Layout<S>::kSPitch + 4 * q) = make_uint2(bits(a), bits(b));
+      }
+    }
+  }
+};
+
+// A persistent grid: each block runs tiles blockIdx.x, + gridDim.x, ...,
+// loading the next tile's source while it computes the current one.
+// Blocks per SM the registers must allow: 2 where shared memory fits 2 (the
+// compiler took 138 registers at S = 4, 1 block, 60 against 36 us at 4K).
+template <int S> constexpr int kMinBlocks = S <= 2 ? 3 : S <= 4 ? 2 : 1;
+
+template <int S>
+__global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const uint8_t* __restrict__ src, std::ptrdiff_t sp,
+                                                         uint8_t* __restrict__ dst, std::ptrdiff_t dp, int width,
+                                                         int height, const Taps taps, int tiles_x, int tiles,
+                                                         bool vector_in, bool vector_out) {
+  using L = Layout<S>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __half* staged = reinterpret_cast<__half*>(smem);
+  __half* h_hi = reinterpret_cast<__half*>(smem + L::kSBytes);
+  __half* h_lo = h_hi + L::kRows * L::kHPitch;
+  __half* tap_mem = h_lo + L::kRows * L::kHPitch;
+  const TapHalves tx{tap_mem, tap_mem + kTapLen<S>}, ty{tap_mem + 2 * kTapLen<S>, tap_mem + 3 * kTapLen<S>};
+  uint8_t* out = smem;  // after the horizontal pass
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int cb = warp;                                         // the warp's 16 columns
+  const int lane_row = lane & 15, lane_col = 8 * (lane >> 4);  // ldmatrix addresses
+
+  int tile = blockIdx.x;
+  Tile<S> next;
+  if (tile < tiles)
+    next.load(src, sp, width, height, tile % tiles_x * kTileW, tile / tiles_x * kTileH, taps.rx, taps.ry, vector_in,
+              tid);
+  split_taps(taps.x, 2 * taps.rx + 1, tx.hi, tx.lo, kTapLen<S>, tid);
+  split_taps(taps.y, 2 * taps.ry + 1, ty.hi, ty.lo, kTapLen<S>, tid);
+  __syncthreads();
+
+  // Horizontal B fragments of the taps: element (k, n) of step s, half h is
+  // x[16 s + k - n - 8 h - x_offset]; this lane holds k = 2t, 2t+1 (b0) and
+  // 2t+8, 2t+9 (b1), n = g.
+  uint32_t bt[S][2][2][2];  // [step][n half][hi, lo][b0, b1]
+#pragma unroll
+  for (int s = 0; s < S; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int part = 0; part < 2; ++part) {
+        const int i = 16 * s + 2 * t - g - 8 * h - taps.x_offset;
+        bt[s][h][part][0] = tx.pair(i, part);
+        bt[s][h][part][1] = tx.pair(i + 8, part);
+      }
+  // Vertical A fragments: element (m, k) of step s is y[16 s + k - m]; this
+  // lane holds (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..), the last
+  // equal to the first.
+  uint32_t at[S][2][4];  // [step][hi, lo][a0..a3]
+#pragma unroll
+  for (int s = 0; s < S; ++s)
+#pragma unroll
+    for (int part = 0; part < 2; ++part) {
+      const int i = 16 * s + 2 * t - g;
+      at[s][part][0] = at[s][part][3] = ty.pair(i, part);
+      at[s][part][1] = ty.pair(i - 8, part);
+      at[s][part][2] = ty.pair(i + 8, part);
+    }
+
+  for (; tile < tiles; tile += gridDim.x) {
+    const int x0 = tile % tiles_x * kTileW, y0 = tile / tiles_x * kTileH;
+    next.stage(staged, tid);
+    __syncthreads();
+    const int following = tile + gridDim.x;
+    if (following < tiles)
+      next.load(src, sp, width, height, following % tiles_x * kTileW, following / tiles_x * kTileH, taps.rx, taps.ry,
+                vector_in, tid);
+
+    // Horizontal: the hi and lo taps in separate sums (shorter MMA chains).
+#pragma unroll
+    for (int rb = 0; rb < L::kRows / 16; ++rb) {
+      float acc[2][2][4] = {};  // [n half][hi, lo taps]
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        uint32_t a[4];
+        load_block(a, staged + (16 * rb + lane_row) * L::kSPitch + 16 * (cb + s) + lane_col);
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int part = 0; part < 2; ++part) mma(acc[h][part], a, bt[s][h][part][0], bt[s][h][part][1]);
+      }
+      // This lane's results: rows g and g + 8, columns 8h + 2t and + 1.
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float v0 = acc[h][0][2 * e] + acc[h][1][2 * e], v1 = acc[h][0][2 * e + 1] + acc[h][1][2 * e + 1];
+          const __half2 hi = __floats2half2_rn(v0, v1);
+          const float2 f = __half22float2(hi);
+          const int i = (16 * rb + g + 8 * e) * L::kHPitch + 16 * cb + 8 * h + 2 * t;
+          *reinterpret_cast<__half2*>(h_hi + i) = hi;
+          *reinterpret_cast<__half2*>(h_lo + i) = __floats2half2_rn(v0 - f.x, v1 - f.y);
+        }
+    }
+    __syncthreads();  // every warp is done with the staged source: the output tile takes its place
+
+    // Vertical: taps hi x H hi, taps lo x H hi and taps hi x H lo, summed apart.
+#pragma unroll
+    for (int ob = 0; ob < kTileH / 16; ++ob) {
+      float acc[2][3][4] = {};
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        // b[0], b[1]: columns 0-7's fragment; b[2], b[3]: columns 8-15's.
+        uint32_t bh[4], bl[4];
+        const int i = (16 * (ob + s) + lane_row) * L::kHPitch + 16 * cb + lane_col;
+        load_block_transposed(bh, h_hi + i);
+        load_block_transposed(bl, h_lo + i);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          mma(acc[h][0], at[s][0], bh[2 * h], bh[2 * h + 1]);
+          mma(acc[h][1], at[s][1], bh[2 * h], bh[2 * h + 1]);
+          mma(acc[h][2], at[s][0], bl[2 * h], bl[2 * h + 1]);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float v[2];
+#pragma unroll
+          for (int q = 0; q < 2; ++q)
+            v[q] = acc[h][0][2 * e + q] + acc[h][1][2 * e + q] + acc[h][2][2 * e + q] + taps.bias;
+          const uint32_t b = round_clamp<uint8_t>(v[0]) | uint32_t{round_clamp<uint8_t>(v[1])} << 8;
+          *reinterpret_cast<uint16_t*>(out + (16 * ob + g + 8 * e) * L::kOutPitch + 16 * cb + 8 * h + 2 * t) =
+              static_cast<uint16_t>(b);
+        }
+    }
+    __syncthreads();
+
+    // Store the tile, 16 bytes per thread and step.
+    constexpr int kChunksPerRow = kTileW / 16;
+#pragma unroll
+    for (int k = tid; k < kTileH * kChunksPerRow; k += kThreads) {
+      const int row = k / kChunksPerRow, c = 16 * (k % kChunksPerRow);
+      const int y = y0 + row, x = x0 + c;
+      if (y >= height || x >= width) continue;
+      const uint4 v = *reinterpret_cast<const uint4*>(out + row * L::kOutPitch + c);
+      uint8_t* d = row_ptr(dst, dp, y) + x;
+      if (vector_out && x + 16 <= width) {
+        *reinterpret_cast<uint4*>(d) = v;
+      } else {
+        const uint8_t* b = reinterpret_cast<const uint8_t*>(&v);
+        for (int j = 0; j < 16 && x + j < width; ++j) d[j] = b[j];
+      }
+    }
+    __syncthreads();  // the output tile is read: the next source may take its place
+  }
+}
+
+std::size_t shared_for(int s) {
+  switch (s) {
+    case 1: return Layout<1>::kShared;
+    case 2: return Layout<2>::kShared;
+    case 3: return Layout<3>::kShared;
+    case 4: return Layout<4>::kShared;
+    default: return Layout<5>::kShared;
+  }
+}
+
+bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t to) {
+  return reinterpret_cast<std::uintptr_t>(p) % to == 0 && pitch % static_cast<std::ptrdiff_t>(to) == 0;
+}
+
+template <int S>
+void launch(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
+            const Taps& taps, cudaStream_t stream) {
+  auto kernel = gauss_tensor<S>;
+  static std::atomic<unsigned long long> opted{0};
+  opt_in_shared(kernel, opted);
+  // As many blocks as run at once (the occupancy, per device), or fewer.
+  static std::atomic<int> per_sm[64] = {};
+  const int device = detail::device_index() & 63;
+  int resident = per_sm[device].load(std::memory_order_relaxed);
+  if (resident == 0) {
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, Layout<S>::kShared));
+    resident = std::max(resident, 1);
+    per_sm[device].store(resident, std::memory_order_relaxed);
+  }
+  const int tiles_x = (width + kTileW - 1) / kTileW;
+  const long long tiles = static_cast<long long>(tiles_x) * ((height + kTileH - 1) / kTileH);
+  if (tiles > (1ll << 30)) throw std::invalid_argument("tensor-core Gaussian: plane too large");
+  const int blocks =
+      static_cast<int>(std::min<long long>(tiles, static_cast<long long>(resident) * detail::multiprocessors()));
+  kernel<<<blocks, kThreads, Layout<S>::kShared, stream>>>(src, sp, dst, dp, width, height, taps, tiles_x,
+                                                            static_cast<int>(tiles), aligned(src, sp, 4),
+                                                            aligned(dst, dp, 16));
+  STREAMBLUR_CHECK_LAUNCH("gauss_tensor", stream);
+}
+
+}  // namespace
+
+bool fits(int rx, int ry, std::size_t sample_bytes) {
+  if (sample_bytes != 1 || rx < 0 || ry < 0 || rx > kMaxRadius || ry > kMaxRadius) return false;
+  return shared_for(steps(rx, ry)) <= shared_limit();
+}
+
+void gauss(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
+           const float* wx, int rx, const float* wy, int ry, cudaStream_t stream) {
+  if (!fits(rx, ry, 1)) throw std::invalid_argument("tensor-core Gaussian: radius above 32 or tile beyond shared memory");
+  if (width <= 0 || height <= 0) return;
+  Taps taps{};
+  double sx = 0, sy = 0;
+  for (int i = 0; i <= 2 * rx; ++i) sx += taps.x[i] = wx[i];
+  for (int i = 0; i <= 2 * ry; ++i) sy += taps.y[i] = wy[i];
+  taps.rx = rx;
+  taps.ry = ry;
+  taps.x_offset = align4(rx) - rx;
+  taps.bias = static_cast<float>(128.0 * sx * sy);
+  switch (steps(rx, ry)) {
+    case 1: return launch<1>(src, sp, dst, dp, width, height, taps, stream);
+    case 2: return launch<2>(src, sp, dst, dp, width, height, taps, stream);
+    case 3: return launch<3>(src, sp, dst, dp, width, height, taps, stream);
+    case 4: return launch<4>(src, sp, dst, dp, width, height, taps, stream);
+    case 5: return launch<5>(src, sp, dst, dp, width, height, taps, stream);
+    default: throw std::invalid_argument("tensor-core Gaussian: radius above 32");
+  }
+}
+
+}  // namespace streamblur::cuda::tensor

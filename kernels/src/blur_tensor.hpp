@@ -1,0 +1,26 @@
+#pragma once
+// Gaussian blurs of one-channel 8-bit planes on the tensor cores (see
+// blur_tensor.cu). Internal to streamblur_kernels: cuda::GaussianBlur calls it
+// for BlurPath::Tensor and, under Auto, where it is fastest.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace streamblur::cuda::tensor {
+
+// The largest radius in either direction.
+inline constexpr int kMaxRadius = 32;
+
+// Whether a Gaussian of radii rx, ry on a plane of `sample_bytes` samples
+// runs here: 8-bit samples, radii up to kMaxRadius, the tile in the current
+// device's shared memory.
+bool fits(int rx, int ry, std::size_t sample_bytes);
+
+// Launch on `stream`; src != dst (tiles read their neighbours' rows). wx, wy:
+// host weights, 2rx+1 and 2ry+1 floats. Throws std::invalid_argument where
+// fits() fails, CudaError on a launch failure.
+void gauss(const uint8_t* src, std::ptrdiff_t src_pitch, uint8_t* dst, std::ptrdiff_t dst_pitch, int width,
+           int height, const float* wx, int rx, const float* wy, int ry, cudaStream_t stream);
+
+}  // namespace streamblur::cuda::tensor
