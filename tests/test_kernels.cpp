@@ -870,6 +870,19 @@ TEST(CudaBlur, TensorGaussEveryRadius) {
       }
     }
   }
+  // A plane of 512 tiles, more than the GPU runs at once (396 blocks at
+  // sigma 2 on an H200, 264 at sigma 5): blocks that load their next tile
+  // while computing one.
+  const int tall = 2048;
+  for (double sigma : {2.0, 5.0}) {
+    const unsigned seed = fresh_seed();
+    SCOPED_TRACE(testing::Message() << "2048x" << tall << " sigma=" << sigma << " seed=" << seed);
+    const HostImage<uint8_t> src = random_image<uint8_t>(2048, tall, 1, seed, full_range<uint8_t>());
+    HostImage<uint8_t> want(2048, tall, 1);
+    reference::gaussian_blur<uint8_t>(src.cplane(), want.plane(), sigma);
+    cuda::GaussianBlur blur(sigma);
+    check_forced_path<uint8_t>(blur, cuda::BlurPath::Tensor, true, src, want, 1);
+  }
   // Where it cannot run it falls back to the register path.
   cuda::GaussianBlur small(2.0), large(11.0);
   small.set_path(cuda::BlurPath::Tensor);
