@@ -124,6 +124,8 @@ MUTATIONS = [
       "          *reinterpret_cast<__half2*>(h_lo + i) = __floats2half2_rn(0.0f, 0.0f);", gpu=True),
     M("cuda-tensor-column-offset", "borders", "kernels/src/blur_tensor.cu",
       "  taps.x_offset = align4(rx) - rx;", "  taps.x_offset = align4(rx) - rx + (rx % 4 == 1);", gpu=True),
+    M("cuda-tensor-pair-left-edge", "borders", "kernels/src/blur_tensor.cu",
+      "    if (c < 0) c = C == 1 ? 0 : (c % C + C) % C;", "    if (c < 0) c = 0;", gpu=True),
     M("cuda-tensor-last-tile-row", "borders", "kernels/src/blur_tensor.cu",
       "      if (y >= height || x >= width) continue;", "      if (y >= height - 1 || x >= width) continue;", gpu=True),
     M("graph-branch-wrong-plane", "planes", "pipeline/src/filter.cpp",

@@ -683,6 +683,9 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(960, 540, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(960, 540, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(0.1).path_taken(1920, 2160, 2, 2), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(1.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // 8-bit pairs, r = 3
+  EXPECT_EQ(cuda::GaussianBlur(1.5).path_taken(1920, 2160, 2, 1), P::Wide);    // r = 5
+  EXPECT_EQ(cuda::GaussianBlur(1.0).path_taken(960, 1080, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(640, 360, 4, 1), P::TwoPass);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Fused);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(3840, 2160, 1, 2), P::Sliding);
@@ -815,7 +818,7 @@ TEST(CudaBlur, WideGaussAnyRadius) {
   }
 }
 
-// The tensor-core Gaussian (8-bit, one channel): every radius 0 to 32 in
+// The tensor-core Gaussian (8-bit, one channel or pairs): every radius 0 to 32 in
 // either direction (1 to 5 blocks of taps per band, the staged columns' offset
 // A - rx at 0..3), rx != ry, sizes around the 128 x 64 tiles and below one,
 // plane starts and pitches with no alignment (single loads and byte stores)
@@ -870,6 +873,24 @@ TEST(CudaBlur, TensorGaussEveryRadius) {
       }
     }
   }
+  // Interleaved pairs (NV12's UV plane): horizontal taps every other sample,
+  // the edges clamped to the edge pixel's sample of the same channel; radii
+  // up to 16 pixels (32 samples) across, 32 down.
+  const Case pairs[] = {
+      {{1, 1}, 2.0, 2.0, -1, -1},     {{3, 70}, 1.0, 3.0, -1, -1},    {{65, 65}, 0.5, 0.5, -1, -1},
+      {{129, 40}, 2.0, 2.0, -1, -1},  {{261, 70}, 5.0, 5.0, 15, 15},  {{130, 129}, 16 / 3.0, 10.0, 16, 32},
+      {{200, 90}, 3.0, 1.0, 9, 0},    {{77, 33}, 1.5, 6.0, 5, 18},
+  };
+  for (const Case& c : pairs) {
+    const unsigned seed = fresh_seed();
+    SCOPED_TRACE(testing::Message() << c.s.w << "x" << c.s.h << "x2 sigma=" << c.sx << "," << c.sy << " r=" << c.rx
+                                    << "," << c.ry << " seed=" << seed);
+    const HostImage<uint8_t> src = random_image<uint8_t>(c.s.w, c.s.h, 2, seed, full_range<uint8_t>());
+    HostImage<uint8_t> want(c.s.w, c.s.h, 2);
+    reference::gaussian_blur<uint8_t>(src.cplane(), want.plane(), c.sx, c.sy, c.rx, c.ry);
+    cuda::GaussianBlur blur(c.sx, c.sy, c.rx, c.ry);
+    check_forced_path<uint8_t>(blur, cuda::BlurPath::Tensor, true, src, want, 1);
+  }
   // A plane of 512 tiles, more than the GPU runs at once (396 blocks at
   // sigma 2 on an H200, 264 at sigma 5): blocks that load their next tile
   // while computing one.
@@ -889,8 +910,14 @@ TEST(CudaBlur, TensorGaussEveryRadius) {
   large.set_path(cuda::BlurPath::Tensor);
   EXPECT_EQ(small.path_taken(640, 360, 1, 1), cuda::BlurPath::Tensor);
   EXPECT_EQ(small.path_taken(640, 360, 1, 2), cuda::BlurPath::Register);
-  EXPECT_EQ(small.path_taken(640, 360, 2, 1), cuda::BlurPath::Fused);
+  EXPECT_EQ(small.path_taken(640, 360, 2, 1), cuda::BlurPath::Tensor);
+  EXPECT_EQ(small.path_taken(640, 360, 3, 1), cuda::BlurPath::Fused);
   EXPECT_EQ(large.path_taken(640, 360, 1, 1), cuda::BlurPath::Fused);  // r = 33: nor the register path
+  cuda::GaussianBlur pair_limit(16 / 3.0, 16 / 3.0, 16, 16), pair_over(17 / 3.0, 17 / 3.0, 17, 17);
+  pair_limit.set_path(cuda::BlurPath::Tensor);
+  pair_over.set_path(cuda::BlurPath::Tensor);
+  EXPECT_EQ(pair_limit.path_taken(640, 360, 2, 1), cuda::BlurPath::Tensor);  // 2 x 16 samples
+  EXPECT_NE(pair_over.path_taken(640, 360, 2, 1), cuda::BlurPath::Tensor);
   cuda::BoxBlur box(3);
   box.set_path(cuda::BlurPath::Tensor);
   EXPECT_EQ(box.path_taken(640, 360, 1, 1), cuda::BlurPath::Register);

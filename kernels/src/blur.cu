@@ -373,7 +373,8 @@ enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, Tw
 // Auto's choice, from the kernel benchmark on an H200 (README; 8- and 16-bit
 // planes, 1080p and 4K):
 // - Gaussians on one-channel 8-bit planes: the tensor-core kernel from
-//   kTensorFromRadius(Large) to radius 32;
+//   kTensorFromRadius(Large) to radius 32, and on 8-bit pairs of 4 M samples
+//   or more to rx = 4;
 // - other Gaussians on one-channel planes: the register-blocked kernels up to
 //   radius 32 (faster than the fused and sliding ones at every sigma and size
 //   measured), the wide two passes above and, on planes of 4 M samples or
@@ -433,13 +434,24 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
       one_channel && (weighted ? tiled::gauss_fits(rx, ry, sample_bytes) : tiled::box_fits(rx, ry, sample_bytes));
   const bool running_fits = !weighted && running::fits(samples / channels, channels, sample_bytes, rx, ry);
   const bool wide_fits = weighted && wide::fits(channels, rx, ry);
-  const bool tensor_fits = weighted && one_channel && tensor::fits(rx, ry, sample_bytes);
+  const bool tensor_fits = weighted && tensor::fits(rx, ry, sample_bytes, channels);
   if (path == BlurPath::Tensor && tensor_fits) return Kernel::Tensor;
   if (path == BlurPath::Tensor) path = BlurPath::Register;
   if (path == BlurPath::Wide && wide_fits) return Kernel::Wide;
-  // Interleaved pairs: the wide passes at every sigma measured (960x1080x2
-  // 8-bit: 16.0 us at sigma 0.5 and 15.8 at sigma 1, against the generic
-  // fused kernel's 20.9 and 22.4; 1920x2160x2: 39.9 against 68.0 and 73.5).
+  // Interleaved pairs on planes of 4 M samples or more: the tensor-core
+  // kernel while its band is 2 blocks of taps (rx <= 4, 8 samples; ry <= 8):
+  // 1920x2160x2 at sigma 1 26.8 us against the wide passes' 39.8 (GPU run
+  // 58). Run 55, with the channel count a runtime value (since made a
+  // template parameter, which took the one-channel kernels back to their
+  // run-54 times), had sigma 0.5-1 at 34.5-35.4 against 40.0 and sigma 1.5-5
+  // (3-5 blocks) at 44.6-100 against 40-56. Run 58 also gave 960x1080x2
+  // sigma 1 12.8 against 15.8; smaller pair planes keep the wide passes
+  // until that is measured across sigmas and run through the pipeline's
+  // tests on the GPU.
+  if (path == BlurPath::Auto && channels == 2 && large && tensor_fits && rx <= 4 && ry <= 8) return Kernel::Tensor;
+  // Other pairs: the wide passes at every sigma measured (960x1080x2 8-bit:
+  // 16.0 us at sigma 0.5 and 15.8 at sigma 1, against the generic fused
+  // kernel's 20.9 and 22.4; 1920x2160x2: 39.9 against 68.0 and 73.5).
   if (path == BlurPath::Auto && wide_fits && channels == 2) return Kernel::Wide;
   if (path == BlurPath::Wide) path = BlurPath::TwoPass;
   const int running_from = one_channel ? (large ? kRunningFromRadiusLarge : kRunningFromRadius)
@@ -510,7 +522,7 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
   const Kernel kernel = choose_kernel<In>(path, kWeighted, src.channels, sizeof(T), rx, ry, samples, height);
   if (kernel == Kernel::Tensor) {
     if constexpr (kWeighted && sizeof(T) == 1)
-      tensor::gauss(src.data, src.pitch, out.data, out.pitch, samples, height, host_weights, rx,
+      tensor::gauss(src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, host_weights, rx,
                     host_weights + 2 * rx + 1, ry, stream);
     return finish_fused("gauss_tensor");
   }

@@ -8,7 +8,9 @@
 //
 // 1. The block stages the tile's source, rows [y0 - ry, ...) and columns
 //    [x0 - A, ...) with A = rx rounded up to 4 (edges clamped), as fp16
-//    values b - 128 (exact).
+//    values b - 128 (exact). Planes of two interleaved channels (NV12's UV)
+//    are rows of samples whose horizontal taps are every other sample: the
+//    band is twice as wide, rx in samples twice the pixels'.
 // 2. Horizontal: H (rows x 16 columns of the warp) = S (rows x 16 S' columns)
 //    x T_h, in m16n8k16 MMAs (fp16 in, fp32 accumulate). Only S' = ceil((16 +
 //    A + rx) / 16) column blocks of the staged tile meet a warp's 16 outputs,
@@ -59,9 +61,10 @@ constexpr int kTileH = 64;
 constexpr int kThreads = 256;  // 8 warps, one per 16 output columns
 
 struct Taps {
-  float x[2 * kMaxRadius + 1];  // 2 rx + 1 horizontal weights
+  float x[2 * kMaxRadius + 1];  // 2 rx / channels + 1 horizontal weights, one per pixel
   float y[2 * kMaxRadius + 1];  // 2 ry + 1 vertical weights
-  int rx, ry;
+  int rx, ry;    // rx in samples: the pixel radius times the channels
+  int channels;  // 1, or 2 interleaved (the horizontal taps every other sample)
   int x_offset;  // A - rx: where the staged columns start before the first tap
   float bias;    // 128 x sum(x) x sum(y): the staged values' offset, after both passes
 };
@@ -128,26 +131,45 @@ struct TapHalves {
     return uint32_t{__half_as_ushort(p[0])} | uint32_t{__half_as_ushort(p[1])} << 16;
   }
 };
-__device__ __forceinline__ void split_taps(const float* w, int n, __half* hi, __half* lo, int len, int tid) {
+// w: n taps one pixel apart; stride: samples per pixel (the taps between
+// are zero: a channel's samples mix only with their own channel's).
+__device__ __forceinline__ void split_taps(const float* w, int n, int stride, __half* hi, __half* lo, int len,
+                                           int tid) {
   for (int j = tid; j < len; j += kThreads) {
     const int i = j - kTapPad;
-    const float v = i >= 0 && i < n ? w[i] : 0.0f;
+    const float v = i >= 0 && i % stride == 0 && i / stride < n ? w[i / stride] : 0.0f;
     const __half h = __float2half_rn(v);
     hi[j] = h;
     lo[j] = __float2half_rn(v - __half2float(h));
   }
 }
 
+// Samples x .. x + 3 of a row, those outside it clamped to the edge pixel's
+// sample of the same channel (C interleaved channels).
+template <int C>
+__device__ __forceinline__ uint32_t edge_word(const uint8_t* row, int x, int width) {
+  uint32_t w = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    int c = x + j;
+    if (c < 0) c = C == 1 ? 0 : (c % C + C) % C;  // the same channel of pixel 0
+    else if (c >= width) c = width - C + (c - width) % C;
+    w |= uint32_t{row[c]} << (8 * j);
+  }
+  return w;
+}
+
 // A thread's share of a tile's staged source, 4 samples per word.
-template <int S>
+template <int S, int C>
 struct Tile {
   static constexpr int kGroupsPerRow = Layout<S>::kCols / 4;
   static constexpr int kGroups = Layout<S>::kRows * kGroupsPerRow;
   static constexpr int kPer = (kGroups + kThreads - 1) / kThreads;
   uint32_t words[kPer];
 
-  // Rows [y0 - ry, ...), columns [x0 - A, ...), edges clamped; all of the
-  // thread's loads in flight together.
+  // Rows [y0 - ry, ...), columns (samples) [x0 - A, ...), edges clamped (to
+  // the edge pixel's sample of the same channel); all of the thread's loads
+  // in flight together.
   __device__ __forceinline__ void load(const uint8_t* __restrict__ src, std::ptrdiff_t sp, int width, int height,
                                        int x0, int y0, int rx, int ry, bool vector_in, int tid) {
     const int xs = x0 - align4(rx);
@@ -161,8 +183,7 @@ struct Tile {
         if (vector_in && x >= 0 && x + 3 < width) {
           words[k] = __ldg(reinterpret_cast<const unsigned int*>(row + x));
         } else {
-#pragma unroll
-          for (int j = 0; j < 4; ++j) words[k] |= uint32_t{row[min(max(x + j, 0), width - 1)]} << (8 * j);
+          words[k] = edge_word<C>(row, x, width);
         }
       }
     }
@@ -191,7 +212,8 @@ struct Tile {
 // compiler took 138 registers at S = 4, 1 block, 60 against 36 us at 4K).
 template <int S> constexpr int kMinBlocks = S <= 2 ? 3 : S <= 4 ? 2 : 1;
 
-template <int S>
+// C: 1, or 2 interleaved channels (taps.channels).
+template <int S, int C>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const uint8_t* __restrict__ src, std::ptrdiff_t sp,
                                                          uint8_t* __restrict__ dst, std::ptrdiff_t dp, int width,
                                                          int height, const Taps taps, int tiles_x, int tiles,
@@ -210,12 +232,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const ui
   const int lane_row = lane & 15, lane_col = 8 * (lane >> 4);  // ldmatrix addresses
 
   int tile = blockIdx.x;
-  Tile<S> next;
+  Tile<S, C> next;
   if (tile < tiles)
-    next.load(src, sp, width, height, tile % tiles_x * kTileW, tile / tiles_x * kTileH, taps.rx, taps.ry, vector_in,
-              tid);
-  split_taps(taps.x, 2 * taps.rx + 1, tx.hi, tx.lo, kTapLen<S>, tid);
-  split_taps(taps.y, 2 * taps.ry + 1, ty.hi, ty.lo, kTapLen<S>, tid);
+    next.load(src, sp, width, height, tile % tiles_x * kTileW, tile / tiles_x * kTileH, taps.rx, taps.ry,
+              vector_in, tid);
+  split_taps(taps.x, 2 * taps.rx / C + 1, C, tx.hi, tx.lo, kTapLen<S>, tid);
+  split_taps(taps.y, 2 * taps.ry + 1, 1, ty.hi, ty.lo, kTapLen<S>, tid);
   __syncthreads();
 
   // Horizontal B fragments of the taps: element (k, n) of step s, half h is
@@ -350,10 +372,10 @@ bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t to) {
   return reinterpret_cast<std::uintptr_t>(p) % to == 0 && pitch % static_cast<std::ptrdiff_t>(to) == 0;
 }
 
-template <int S>
+template <int S, int C>
 void launch(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
             const Taps& taps, cudaStream_t stream) {
-  auto kernel = gauss_tensor<S>;
+  auto kernel = gauss_tensor<S, C>;
   static std::atomic<unsigned long long> opted{0};
   opt_in_shared(kernel, opted);
   // As many blocks as run at once (the occupancy, per device), or fewer.
@@ -376,33 +398,44 @@ void launch(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t 
   STREAMBLUR_CHECK_LAUNCH("gauss_tensor", stream);
 }
 
+template <int C>
+void launch_steps(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
+                  const Taps& taps, cudaStream_t stream) {
+  switch (steps(taps.rx, taps.ry)) {
+    case 1: return launch<1, C>(src, sp, dst, dp, width, height, taps, stream);
+    case 2: return launch<2, C>(src, sp, dst, dp, width, height, taps, stream);
+    case 3: return launch<3, C>(src, sp, dst, dp, width, height, taps, stream);
+    case 4: return launch<4, C>(src, sp, dst, dp, width, height, taps, stream);
+    case 5: return launch<5, C>(src, sp, dst, dp, width, height, taps, stream);
+    default: throw std::invalid_argument("tensor-core Gaussian: radius above 32");
+  }
+}
+
 }  // namespace
 
-bool fits(int rx, int ry, std::size_t sample_bytes) {
-  if (sample_bytes != 1 || rx < 0 || ry < 0 || rx > kMaxRadius || ry > kMaxRadius) return false;
-  return shared_for(steps(rx, ry)) <= shared_limit();
+bool fits(int rx, int ry, std::size_t sample_bytes, int channels) {
+  if (sample_bytes != 1 || (channels != 1 && channels != 2) || rx < 0 || ry < 0 || channels * rx > kMaxRadius ||
+      ry > kMaxRadius)
+    return false;
+  return shared_for(steps(channels * rx, ry)) <= shared_limit();
 }
 
 void gauss(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
-           const float* wx, int rx, const float* wy, int ry, cudaStream_t stream) {
-  if (!fits(rx, ry, 1)) throw std::invalid_argument("tensor-core Gaussian: radius above 32 or tile beyond shared memory");
+           int channels, const float* wx, int rx, const float* wy, int ry, cudaStream_t stream) {
+  if (!fits(rx, ry, 1, channels))
+    throw std::invalid_argument("tensor-core Gaussian: radius or channels beyond it, or tile beyond shared memory");
   if (width <= 0 || height <= 0) return;
   Taps taps{};
   double sx = 0, sy = 0;
   for (int i = 0; i <= 2 * rx; ++i) sx += taps.x[i] = wx[i];
   for (int i = 0; i <= 2 * ry; ++i) sy += taps.y[i] = wy[i];
-  taps.rx = rx;
+  taps.rx = channels * rx;
   taps.ry = ry;
-  taps.x_offset = align4(rx) - rx;
+  taps.channels = channels;
+  taps.x_offset = align4(taps.rx) - taps.rx;
   taps.bias = static_cast<float>(128.0 * sx * sy);
-  switch (steps(rx, ry)) {
-    case 1: return launch<1>(src, sp, dst, dp, width, height, taps, stream);
-    case 2: return launch<2>(src, sp, dst, dp, width, height, taps, stream);
-    case 3: return launch<3>(src, sp, dst, dp, width, height, taps, stream);
-    case 4: return launch<4>(src, sp, dst, dp, width, height, taps, stream);
-    case 5: return launch<5>(src, sp, dst, dp, width, height, taps, stream);
-    default: throw std::invalid_argument("tensor-core Gaussian: radius above 32");
-  }
+  if (channels == 1) return launch_steps<1>(src, sp, dst, dp, width, height, taps, stream);
+  return launch_steps<2>(src, sp, dst, dp, width, height, taps, stream);
 }
 
 }  // namespace streamblur::cuda::tensor

@@ -12,15 +12,17 @@ namespace streamblur::cuda::tensor {
 // The largest radius in either direction.
 inline constexpr int kMaxRadius = 32;
 
-// Whether a Gaussian of radii rx, ry on a plane of `sample_bytes` samples
-// runs here: 8-bit samples, radii up to kMaxRadius, the tile in the current
-// device's shared memory.
-bool fits(int rx, int ry, std::size_t sample_bytes);
+// Whether a Gaussian of radii rx, ry (pixels) on a plane of `sample_bytes`
+// samples and `channels` interleaved channels runs here: 8-bit samples, one
+// or two channels, channels x rx and ry up to kMaxRadius, the tile in the
+// current device's shared memory.
+bool fits(int rx, int ry, std::size_t sample_bytes, int channels);
 
-// Launch on `stream`; src != dst (tiles read their neighbours' rows). wx, wy:
-// host weights, 2rx+1 and 2ry+1 floats. Throws std::invalid_argument where
+// Launch on `stream`; src != dst (tiles read their neighbours' rows). width:
+// samples per row (pixels x channels). wx, wy: host weights, 2rx+1 and 2ry+1
+// floats. Throws std::invalid_argument where
 // fits() fails, CudaError on a launch failure.
 void gauss(const uint8_t* src, std::ptrdiff_t src_pitch, uint8_t* dst, std::ptrdiff_t dst_pitch, int width,
-           int height, const float* wx, int rx, const float* wy, int ry, cudaStream_t stream);
+           int height, int channels, const float* wx, int rx, const float* wy, int ry, cudaStream_t stream);
 
 }  // namespace streamblur::cuda::tensor
