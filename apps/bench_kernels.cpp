@@ -326,9 +326,9 @@ void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, s
                           st));
   });
   // The semi-planar frame of the same sample size (nv12 / p010: Y and one
-  // plane of interleaved U, V): from src into dst for nv12; in place for
-  // p010, whose samples the chain shifts down to their 10 bits and back up
-  // around the blur.
+  // plane of interleaved U, V), from src into dst. On p010 the blur kernels
+  // read the 10-bit values from the samples' high bits and write them back
+  // there themselves (GaussianBlur::set_sample_shift), with no shift passes.
   Buffers<T> uv(w / 2 * 2, h / 2);
   uv.channels = 2;
   r.copy_us = median_us(
@@ -337,13 +337,10 @@ void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, s
         cuda::copy_plane<T>(uv.in(i), uv.out(i), st);
       },
       st, opt.samples);
-  if constexpr (sizeof(T) == 1)
-    chain_rows(AV_PIX_FMT_NV12, "gblur-nv12", [&](FilterChain& chain, int i) {
-      into(chain.apply_from({any(y.in(i)), any(uv.in(i))}, {any(y.out(i)), any(uv.out(i))}, 2, st));
-    });
-  else
-    chain_rows(AV_PIX_FMT_P010LE, "gblur-p010",
-               [&](FilterChain& chain, int i) { chain.apply({any(y.out(i)), any(uv.out(i))}, 2, st); });
+  chain_rows(sizeof(T) == 1 ? AV_PIX_FMT_NV12 : AV_PIX_FMT_P010LE, sizeof(T) == 1 ? "gblur-nv12" : "gblur-p010",
+             [&](FilterChain& chain, int i) {
+               into(chain.apply_from({any(y.in(i)), any(uv.in(i))}, {any(y.out(i)), any(uv.out(i))}, 2, st));
+             });
 }
 
 }  // namespace

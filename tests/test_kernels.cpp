@@ -685,6 +685,10 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::GaussianBlur(0.1).path_taken(1920, 2160, 2, 2), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(1.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // 8-bit pairs, r = 3
   EXPECT_EQ(cuda::GaussianBlur(1.5).path_taken(1920, 2160, 2, 1), P::Wide);    // r = 5
+  // The band's edge: 2 blocks of taps up to rx = 4 (8 samples) and ry = 8.
+  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 4, 8).path_taken(1920, 2160, 2, 1), P::Tensor);
+  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 4, 9).path_taken(1920, 2160, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 5, 8).path_taken(1920, 2160, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(1.0).path_taken(960, 1080, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(640, 360, 4, 1), P::TwoPass);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Fused);
@@ -1012,6 +1016,88 @@ TEST(CudaBlur, AnisotropicMatchesReference) {
       gpu_case<uint16_t>(src, want_box, 0, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { bx.apply<uint16_t>(a, b, st); });
     }
   }
+}
+
+// Samples with their value in the high bits (P010: 10 bits over 6 low ones),
+// through set_sample_shift(6), on every forced path (the register and wide
+// kernels take the shift; the others shift around the blur), Gaussians and
+// boxes, one channel and pairs, radius 0, odd sizes, out of place (two
+// poisons, row padding untouched) and in place. The input's low bits are
+// random, as hostile data may have them: the blur must ignore them. Each
+// result must be, bit for bit, the same blur without the shift run on the
+// values (v >> 6) and shifted back up; and its values must be within 1 of the
+// float64 reference on the values (boxes: exact), low bits zero.
+TEST(CudaBlur, SampleShiftEveryPath) {
+  REQUIRE_GPU();
+  constexpr int kShift = 6;
+  struct Case { Size s; int channels; double sigma; int rx, ry; };  // sigma 0: a box
+  const Case cases[] = {
+      {{1, 1}, 1, 2.0, -1, -1},   {{67, 45}, 1, 2.0, -1, -1},  {{131, 70}, 2, 1.0, -1, -1},
+      {{200, 130}, 1, 7.0, -1, -1}, {{90, 61}, 2, 20.0, -1, -1}, {{33, 20}, 1, 3.0, 0, 0},
+      {{150, 40}, 1, 1.5, 4, 0},  {{1, 1}, 1, 0, 1, 1},        {{67, 45}, 1, 0, 1, 1},
+      {{129, 66}, 1, 0, 3, 3},    {{203, 77}, 1, 0, 8, 8},     {{101, 90}, 1, 0, 40, 40},
+      {{77, 50}, 2, 0, 5, 5},     {{40, 30}, 1, 0, 0, 0},
+  };
+  for (const Case& c : cases) {
+    const unsigned seed = fresh_seed();
+    SCOPED_TRACE(testing::Message() << c.s.w << "x" << c.s.h << "x" << c.channels << " sigma=" << c.sigma
+                                    << " r=" << c.rx << "," << c.ry << " seed=" << seed);
+    const bool box = c.sigma == 0;
+    const auto src = random_image<uint16_t>(c.s.w, c.s.h, c.channels, seed, 65535);
+    HostImage<uint16_t> values(c.s.w, c.s.h, c.channels), want(c.s.w, c.s.h, c.channels);
+    for (std::size_t i = 0; i < src.buf.size(); ++i) values.buf[i] = static_cast<uint16_t>(src.buf[i] >> kShift);
+    if (box) reference::box_blur<uint16_t>(values.cplane(), want.plane(), c.rx, c.ry);
+    else reference::gaussian_blur<uint16_t>(values.cplane(), want.plane(), c.sigma, c.sigma, c.rx, c.ry);
+    auto run = [&](auto& blur) {
+      for (cuda::BlurPath path : kPaths) {
+        SCOPED_TRACE(path_label(path));
+        blur.set_path(path);
+        // The same blur without the shift, on the values, shifted back up.
+        cuda::CudaStream stream;
+        DeviceImage<uint16_t> d_values(c.s.w, c.s.h, c.channels), d_plain(c.s.w, c.s.h, c.channels);
+        d_values.upload(values);
+        blur.set_sample_shift(0);
+        blur.template apply<uint16_t>(Plane<const uint16_t>(d_values.plane()), d_plain.plane(), stream.get());
+        stream.synchronize();
+        HostImage<uint16_t> plain_up = d_plain.download();
+        for (uint16_t& v : plain_up.buf) v = static_cast<uint16_t>(v << kShift);
+        blur.set_sample_shift(kShift);
+        gpu_case<uint16_t>(src, plain_up, 0, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) {
+          blur.template apply<uint16_t>(a, b, st);
+        });
+        DeviceImage<uint16_t> d(c.s.w, c.s.h, c.channels);
+        d.upload(src);
+        blur.template apply<uint16_t>(Plane<const uint16_t>(d.plane()), d.plane(), stream.get());
+        stream.synchronize();
+        HostImage<uint16_t> got = d.download();
+        EXPECT_TRUE(close_to(got, plain_up, 0)) << "in place";
+        int low_bits = 0;
+        for (int y = 0; y < c.s.h; ++y)
+          for (int x = 0; x < c.s.w * c.channels; ++x) {
+            uint16_t& v = got.buf[y * got.pitch / 2 + x];
+            low_bits += (v & ((1 << kShift) - 1)) != 0;
+            v = static_cast<uint16_t>(v >> kShift);
+          }
+        EXPECT_EQ(low_bits, 0);
+        EXPECT_TRUE(close_to(got, want, box ? 0 : 1)) << "the values against the reference";
+      }
+    };
+    if (box) {
+      cuda::BoxBlur blur(c.rx, c.ry);
+      run(blur);
+    } else {
+      cuda::GaussianBlur blur(c.sigma, c.sigma, c.rx, c.ry);
+      run(blur);
+    }
+  }
+  // An 8-bit plane cannot have a shift; nor is one above 15 a shift.
+  cuda::GaussianBlur blur(2.0);
+  EXPECT_THROW(blur.set_sample_shift(16), std::invalid_argument);
+  EXPECT_THROW(blur.set_sample_shift(-1), std::invalid_argument);
+  blur.set_sample_shift(6);
+  DeviceImage<uint8_t> d8(8, 8, 1);
+  cuda::CudaStream stream;
+  EXPECT_THROW(blur.apply<uint8_t>(Plane<const uint8_t>(d8.plane()), d8.plane(), stream.get()), std::invalid_argument);
 }
 
 // In place runs the fused kernel through the scratch plane (small radii) or

@@ -285,8 +285,8 @@ TEST_P(RegistryFilter, CudaGraphEqualsDirectLaunches) {
     EXPECT_EQ(direct.graph_stats().launched, 0);
     EXPECT_EQ(graphed.graph_stats().recorded, 1) << "recorded on the second call on the same planes";
     EXPECT_EQ(graphed.graph_stats().launched, 3) << "launched on calls 2, 3 and 4, not on new buffers";
-    if (layout.sample_shift) continue;  // apply_from runs only without the P010 shift
     // apply_from (the Python module's path): src is left alone, dst written.
+    // On P010 it runs where every filter takes the shift itself (gblur, boxblur).
     DeviceFrame src(layout), into(layout);
     for (int call = 0; call < 3; ++call) {
       const auto host = random_frame(layout, rng);
@@ -302,6 +302,59 @@ TEST_P(RegistryFilter, CudaGraphEqualsDirectLaunches) {
         ASSERT_EQ(src_after[p], host[p]) << "apply_from changed its source, plane " << p;
       }
       if (call == 2) EXPECT_EQ(graphed.graph_stats().launched, 5) << "apply_from's graph, calls 2 and 3";
+    }
+  }
+}
+
+// P010 (values in the high 10 bits): every filter's chain on a P010 frame,
+// whose samples also have random low bits (which must be ignored), gives bit
+// for bit what the same chain gives on the values (each sample >> 6, a plane
+// layout without the shift) shifted back up: whether its filters take the
+// shift in their kernels (gblur, boxblur: no shift passes, and apply_from
+// runs) or the chain shifts the planes around them (the others).
+TEST_P(RegistryFilter, CudaP010EqualsTheChainOnTheValues) {
+  SBTEST_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(fresh_seed());
+  const FrameLayout p010 = *native_layout(AV_PIX_FMT_P010LE, 61, 37);
+  FrameLayout plain = p010;
+  plain.sample_shift = 0;
+  FilterChain shifted(parse_filter_chain(GetParam().spec)), on_values(parse_filter_chain(GetParam().spec));
+  shifted.configure(p010, Backend::Cuda);
+  on_values.configure(plain, Backend::Cuda);
+  DeviceFrame a(p010), b(plain), src(p010), into(p010);
+  cuda::CudaStream stream;
+  for (int call = 0; call < 3; ++call) {  // graphs from the second call
+    std::array<std::vector<unsigned char>, 4> raw = random_frame(plain, rng), values = raw;
+    for (int p = 0; p < p010.num_planes; ++p)
+      for (std::size_t i = 0; i < raw[p].size(); i += 2) {
+        const unsigned v = (raw[p][i] | raw[p][i + 1] << 8) >> 6;
+        values[p][i] = static_cast<unsigned char>(v & 0xFF);
+        values[p][i + 1] = static_cast<unsigned char>(v >> 8);
+      }
+    a.upload(raw);
+    b.upload(values);
+    src.upload(raw);
+    shifted.apply(a.planes(), p010.num_planes, stream.get());
+    on_values.apply(b.planes(), p010.num_planes, stream.get());
+    const bool went = shifted.apply_from(src.planes(), into.planes(), p010.num_planes, stream.get());
+    stream.synchronize();
+    auto want = b.download();
+    for (int p = 0; p < p010.num_planes; ++p)
+      for (std::size_t i = 0; i < want[p].size(); i += 2) {
+        const unsigned v = (want[p][i] | want[p][i + 1] << 8) << 6;
+        want[p][i] = static_cast<unsigned char>(v & 0xFF);
+        want[p][i + 1] = static_cast<unsigned char>((v >> 8) & 0xFF);
+      }
+    const auto got = a.download();
+    for (int p = 0; p < p010.num_planes; ++p) ASSERT_EQ(got[p], want[p]) << "call " << call << " plane " << p;
+    const std::string spec = GetParam().spec;
+    const bool takes = spec.rfind("gblur", 0) == 0 || spec.rfind("boxblur", 0) == 0;
+    EXPECT_EQ(went, takes && spec.find("fields=1") == std::string::npos) << "apply_from on P010";
+    if (!went) continue;
+    const auto got_into = into.download(), src_after = src.download();
+    for (int p = 0; p < p010.num_planes; ++p) {
+      ASSERT_EQ(got_into[p], want[p]) << "apply_from call " << call << " plane " << p;
+      ASSERT_EQ(src_after[p], raw[p]) << "apply_from changed its source, plane " << p;
     }
   }
 }

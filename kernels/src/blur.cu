@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "streamblur/kernels/cuda_blur.hpp"
+#include "streamblur/kernels/cuda_convert.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "blur_running.hpp"
 #include "blur_tensor.hpp"
@@ -45,6 +46,7 @@ constexpr std::size_t kMaxShared = 48 * 1024;
 
 using detail::row_ptr;
 using detail::round_clamp;
+using detail::check_shift;
 
 // Index of sample s of a row after clamping its pixel to [0, width): the
 // channel is kept, the pixel clamped.
@@ -439,7 +441,7 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   if (path == BlurPath::Tensor) path = BlurPath::Register;
   if (path == BlurPath::Wide && wide_fits) return Kernel::Wide;
   // Interleaved pairs on planes of 4 M samples or more: the tensor-core
-  // kernel while its band is 2 blocks of taps (rx <= 4, 8 samples; ry <= 8):
+  // kernel while its band meets at most 2 blocks of taps (rx <= 4, 8 samples; ry <= 8):
   // 1920x2160x2 at sigma 1 26.8 us against the wide passes' 39.8 (GPU run
   // 58). Run 55, with the channel count a runtime value (since made a
   // template parameter, which took the one-channel kernels back to their
@@ -448,7 +450,8 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   // sigma 1 12.8 against 15.8; smaller pair planes keep the wide passes
   // until that is measured across sigmas and run through the pipeline's
   // tests on the GPU.
-  if (path == BlurPath::Auto && channels == 2 && large && tensor_fits && rx <= 4 && ry <= 8) return Kernel::Tensor;
+  if (path == BlurPath::Auto && channels == 2 && large && tensor_fits && tensor::tap_blocks(rx, ry, channels) <= 2)
+    return Kernel::Tensor;
   // Other pairs: the wide passes at every sigma measured (960x1080x2 8-bit:
   // 16.0 us at sigma 0.5 and 15.8 at sigma 1, against the generic fused
   // kernel's 20.9 and 22.4; 1920x2160x2: 39.9 against 68.0 and 73.5).
@@ -502,9 +505,13 @@ BlurPath path_of(Kernel k) {
 // Launches the blur. weights == nullptr selects the box.
 // weights: 2rx+1 horizontal then 2ry+1 vertical (Gaussian only), on the
 // device; host_weights the same on the host (for the register path).
+// shift: the samples' value sits above `shift` low bits (P010; see
+// detail::to_high_bits). The register and wide kernels read and write such
+// samples themselves; for the others the plane is shifted down into dst,
+// blurred there in place and shifted back up (two more passes over it).
 template <class T, class Acc, bool kWeighted>
 void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const float* host_weights, int rx, int ry,
-                void* scratch, BlurPath path, cudaStream_t stream) {
+                void* scratch, BlurPath path, int shift, cudaStream_t stream) {
   using In = std::conditional_t<kWeighted, float, uint32_t>;
   const int samples = src.samples_per_row();
   const int height = src.height;
@@ -520,6 +527,15 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
     if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
   };
   const Kernel kernel = choose_kernel<In>(path, kWeighted, src.channels, sizeof(T), rx, ry, samples, height);
+  if (shift != 0 && kernel != Kernel::Register && kernel != Kernel::Wide) {
+    if constexpr (sizeof(T) == 2) {
+      if (in_place) shift_samples(dst, shift, stream);
+      else shift_copy<T>(src, dst, shift, stream);
+      run_passes<T, Acc, kWeighted>(Plane<const T>(dst), dst, weights, host_weights, rx, ry, scratch, path, 0, stream);
+      shift_samples(dst, -shift, stream);
+    }
+    return;
+  }
   if (kernel == Kernel::Tensor) {
     if constexpr (kWeighted && sizeof(T) == 1)
       tensor::gauss(src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, host_weights, rx,
@@ -542,15 +558,15 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
   if (kernel == Kernel::Wide) {
     if constexpr (kWeighted)
       wide::gauss<T>(src.data, src.pitch, dst.data, dst.pitch, src.width, height, src.channels, weights, rx,
-                     weights + 2 * rx + 1, ry, scratch, stream);  // scratch_pitch >= wide::plane_pitch
+                     weights + 2 * rx + 1, ry, shift, scratch, stream);  // scratch_pitch >= wide::plane_pitch
     return;
   }
   if (kernel == Kernel::Register) {
     if constexpr (kWeighted)
       tiled::gauss<T>(src.data, src.pitch, out.data, out.pitch, samples, height, host_weights, rx,
-                      host_weights + 2 * rx + 1, ry, stream);
+                      host_weights + 2 * rx + 1, ry, shift, stream);
     else
-      tiled::box<T>(src.data, src.pitch, out.data, out.pitch, samples, height, rx, ry, stream);
+      tiled::box<T>(src.data, src.pitch, out.data, out.pitch, samples, height, rx, ry, shift, stream);
     return finish_fused(kWeighted ? "gauss_tiled" : "box_tiled");
   }
   if (kernel == Kernel::FusedX4) {
@@ -653,13 +669,33 @@ BlurPath BoxBlur::path_taken(int width, int height, int channels, std::size_t sa
 
 void GaussianBlur::reserve(int width, int height, int channels) { ensure_scratch(scratch_, width, height, channels); }
 
+// Radius 0 with a sample shift: the values, their low bits cleared.
+template <class T>
+void copy_values(Plane<const T> src, Plane<T> dst, int shift, cudaStream_t stream) {
+  if constexpr (sizeof(T) == 2) {
+    if (shift != 0) {
+      if (src.data == dst.data) shift_samples(dst, shift, stream);
+      else shift_copy<T>(src, dst, shift, stream);
+      return shift_samples(dst, -shift, stream);
+    }
+  }
+  copy_plane(src, dst, stream);
+}
+
+void GaussianBlur::set_sample_shift(int shift) {
+  check_shift<uint16_t>(shift);
+  shift_ = shift;
+}
+
 template <class T>
 void GaussianBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
   check_planes(src, dst);
+  check_shift<T>(shift_);
   if (src.width == 0 || src.height == 0) return;
-  if (radius_x_ == 0 && radius_y_ == 0) return copy_plane(src, dst, stream);
+  if (radius_x_ == 0 && radius_y_ == 0) return copy_values(src, dst, shift_, stream);
   ensure_scratch(scratch_, src.width, src.height, src.channels);
-  run_passes<T, float, true>(src, dst, weights_.as<float>(), host_weights_.data(), radius_x_, radius_y_, scratch_.get(), path_, stream);
+  run_passes<T, float, true>(src, dst, weights_.as<float>(), host_weights_.data(), radius_x_, radius_y_, scratch_.get(),
+                             path_, shift_, stream);
 }
 
 BoxBlur::BoxBlur(int radius_x, int radius_y) : radius_x_(radius_x), radius_y_(radius_y) {
@@ -677,18 +713,26 @@ void ensure_box_scratch(DeviceBuffer& scratch, int width, int height, int channe
 
 void BoxBlur::reserve(int width, int height, int channels) { ensure_box_scratch(scratch_, width, height, channels); }
 
+void BoxBlur::set_sample_shift(int shift) {
+  check_shift<uint16_t>(shift);
+  shift_ = shift;
+}
+
 template <class T>
 void BoxBlur::apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
   check_planes(src, dst);
+  check_shift<T>(shift_);
   if (src.width == 0 || src.height == 0) return;
-  if (radius_x_ == 0 && radius_y_ == 0) return copy_plane(src, dst, stream);
+  if (radius_x_ == 0 && radius_y_ == 0) return copy_values(src, dst, shift_, stream);
   ensure_box_scratch(scratch_, src.width, src.height, src.channels);
   // Column sums fit 32 bits unless max_sample * window overflows them.
   const double worst = static_cast<double>(static_cast<T>(~T(0))) * (2.0 * radius_x_ + 1) * (2.0 * radius_y_ + 1);
   if (worst < 4294967296.0)
-    run_passes<T, uint32_t, false>(src, dst, nullptr, nullptr, radius_x_, radius_y_, scratch_.get(), path_, stream);
+    run_passes<T, uint32_t, false>(src, dst, nullptr, nullptr, radius_x_, radius_y_, scratch_.get(), path_, shift_,
+                                   stream);
   else
-    run_passes<T, unsigned long long, false>(src, dst, nullptr, nullptr, radius_x_, radius_y_, scratch_.get(), path_, stream);
+    run_passes<T, unsigned long long, false>(src, dst, nullptr, nullptr, radius_x_, radius_y_, scratch_.get(), path_,
+                                             shift_, stream);
 }
 
 void round_to_high_bits(Plane<uint16_t> plane, int shift, cudaStream_t stream) {

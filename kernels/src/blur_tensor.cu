@@ -64,7 +64,6 @@ struct Taps {
   float x[2 * kMaxRadius + 1];  // 2 rx / channels + 1 horizontal weights, one per pixel
   float y[2 * kMaxRadius + 1];  // 2 ry + 1 vertical weights
   int rx, ry;    // rx in samples: the pixel radius times the channels
-  int channels;  // 1, or 2 interleaved (the horizontal taps every other sample)
   int x_offset;  // A - rx: where the staged columns start before the first tap
   float bias;    // 128 x sum(x) x sum(y): the staged values' offset, after both passes
 };
@@ -78,6 +77,11 @@ constexpr int steps(int rx, int ry) {
 }
 static_assert(steps(kMaxRadius, kMaxRadius) == 5, "launch() instantiates 1 to 5 steps");
 
+// The taps in shared memory as fp16 high parts and remainders, zero-padded
+// by kTapPad on both sides so that every fragment's index is in range.
+constexpr int kTapPad = 32;
+template <int S> constexpr int kTapLen = 16 * S + 2 * kTapPad;
+
 template <int S> struct Layout {
   static constexpr int kRows = kTileH - 16 + 16 * S;  // staged rows = rows of H
   static constexpr int kCols = kTileW + 16 * (S - 1);  // staged columns
@@ -88,7 +92,7 @@ template <int S> struct Layout {
   static constexpr int kOutPitch = kTileW + 16;  // bytes; 16-byte rows, 2-byte stores spread over the banks
   static constexpr std::size_t kSBytes = std::size_t{kRows} * kSPitch * 2;
   static constexpr std::size_t kHBytes = std::size_t{kRows} * kHPitch * 2;
-  static constexpr std::size_t kTapBytes = 4 * std::size_t{16 * S + 64} * 2;  // 4 x kTapLen<S> halves
+  static constexpr std::size_t kTapBytes = 4 * std::size_t{kTapLen<S>} * 2;  // hi and lo, x and y: 4 x kTapLen<S> halves
   static constexpr std::size_t kShared = kSBytes + 2 * kHBytes + kTapBytes;
   static_assert(std::size_t{kTileH} * kOutPitch <= kSBytes, "the output tile reuses the staged source");
 };
@@ -99,29 +103,26 @@ __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Four 8x8 fp16 matrices from shared memory; lanes 0-15 address rows 0-15 of
-// a 16x16 block's left half, lanes 16-31 of its right half.
+// Four 8x8 fp16 matrices from shared memory (transposed: each 8x8 one's
+// columns as rows); lanes 0-15 address rows 0-15 of a 16x16 block's left
+// half, lanes 16-31 of its right half.
+template <bool kTransposed = false>
 __device__ __forceinline__ void load_block(uint32_t r[4], const __half* p) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a)
-               : "memory");
-}
-__device__ __forceinline__ void load_block_transposed(uint32_t r[4], const __half* p) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a)
-               : "memory");
+  if constexpr (kTransposed)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory");
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory");
 }
 
 __device__ __forceinline__ uint32_t bits(__half2 h) { return *reinterpret_cast<const uint32_t*>(&h); }
 
-// The taps in shared memory as fp16 high parts and remainders, zero-padded
-// by kTapPad on both sides so that every fragment's index is in range.
-constexpr int kTapPad = 32;
-template <int S> constexpr int kTapLen = 16 * S + 2 * kTapPad;
 struct TapHalves {
   __half* hi;
   __half* lo;
@@ -212,7 +213,7 @@ struct Tile {
 // compiler took 138 registers at S = 4, 1 block, 60 against 36 us at 4K).
 template <int S> constexpr int kMinBlocks = S <= 2 ? 3 : S <= 4 ? 2 : 1;
 
-// C: 1, or 2 interleaved channels (taps.channels).
+// C: 1, or 2 interleaved channels (the horizontal taps every other sample).
 template <int S, int C>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const uint8_t* __restrict__ src, std::ptrdiff_t sp,
                                                          uint8_t* __restrict__ dst, std::ptrdiff_t dp, int width,
@@ -314,8 +315,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const ui
         // b[0], b[1]: columns 0-7's fragment; b[2], b[3]: columns 8-15's.
         uint32_t bh[4], bl[4];
         const int i = (16 * (ob + s) + lane_row) * L::kHPitch + 16 * cb + lane_col;
-        load_block_transposed(bh, h_hi + i);
-        load_block_transposed(bl, h_lo + i);
+        load_block<true>(bh, h_hi + i);
+        load_block<true>(bl, h_lo + i);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           mma(acc[h][0], at[s][0], bh[2 * h], bh[2 * h + 1]);
@@ -420,6 +421,8 @@ bool fits(int rx, int ry, std::size_t sample_bytes, int channels) {
   return shared_for(steps(channels * rx, ry)) <= shared_limit();
 }
 
+int tap_blocks(int rx, int ry, int channels) { return steps(channels * rx, ry); }
+
 void gauss(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
            int channels, const float* wx, int rx, const float* wy, int ry, cudaStream_t stream) {
   if (!fits(rx, ry, 1, channels))
@@ -431,7 +434,6 @@ void gauss(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t d
   for (int i = 0; i <= 2 * ry; ++i) sy += taps.y[i] = wy[i];
   taps.rx = channels * rx;
   taps.ry = ry;
-  taps.channels = channels;
   taps.x_offset = align4(taps.rx) - taps.rx;
   taps.bias = static_cast<float>(128.0 * sx * sy);
   if (channels == 1) return launch_steps<1>(src, sp, dst, dp, width, height, taps, stream);

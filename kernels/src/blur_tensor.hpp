@@ -18,6 +18,10 @@ inline constexpr int kMaxRadius = 32;
 // current device's shared memory.
 bool fits(int rx, int ry, std::size_t sample_bytes, int channels);
 
+// How many 16 x 16 blocks of taps a warp's band of outputs meets in the
+// wider of its two passes (1 to 5): what the kernel's cost follows.
+int tap_blocks(int rx, int ry, int channels);
+
 // Launch on `stream`; src != dst (tiles read their neighbours' rows). width:
 // samples per row (pixels x channels). wx, wy: host weights, 2rx+1 and 2ry+1
 // floats. Throws std::invalid_argument where

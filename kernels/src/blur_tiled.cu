@@ -51,6 +51,8 @@ template <> struct Io<uint16_t> { using V = ushort4; using W = uint2; };   // 4 
 
 using detail::round_clamp;
 using detail::divide_round;
+using detail::check_shift;
+using detail::to_high_bits;
 using detail::opt_in_shared;
 using detail::shared_limit;
 template <class T> __device__ __forceinline__ const T* row_at(const T* b, std::ptrdiff_t p, int y) { return detail::row_ptr(b, p, y); }
@@ -84,7 +86,7 @@ __device__ __forceinline__ void unpack4(const uint16_t* p, float out[4]) {
 template <class T, int kBatch>
 __device__ __forceinline__ void load_tile(const T* __restrict__ src, std::ptrdiff_t pitch, int width, int height, int x0,
                                           int y0, int rows_in, int halo_x, int ry, int stride, bool vector_io,
-                                          T* tile) {
+                                          T* tile, int shift) {
   using V = typename Io<T>::V;
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int c = tx * 4;
@@ -116,6 +118,11 @@ __device__ __forceinline__ void load_tile(const T* __restrict__ src, std::ptrdif
       const int r = r0 + j * kThreadsY;
       if (r >= rows_in) break;
       T* t = tile + r * stride + halo_x;
+      if constexpr (sizeof(T) == 2) {  // values in the high bits (P010): staged as the values
+        v[j].x >>= shift; v[j].y >>= shift; v[j].z >>= shift; v[j].w >>= shift;
+        left[j] >>= shift;
+        right[j] >>= shift;
+      }
       *reinterpret_cast<V*>(t + c) = v[j];
       if (halo_lane) {
         t[tx - halo_x] = left[j];
@@ -164,7 +171,7 @@ std::size_t shared_bytes(int halo_x, int rows_in, std::size_t acc_bytes, int pad
 template <class T, int R, int TH, int kMinBlocks = 1>
 __global__ void __launch_bounds__(kThreadsX * kThreadsY, kMinBlocks)
 gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
-            int width, int height, const Taps<R> taps, bool vector_io) {
+            int width, int height, const Taps<R> taps, bool vector_io, int shift) {
   constexpr int kHalo = align4(R);
   constexpr int kRowsIn = TH + 2 * R;
   constexpr int kStride = tile_stride<T>(kHalo);
@@ -174,7 +181,8 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
   float* hsum =
       reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(smem4) + tile_bytes<T>(kHalo, kRowsIn, kGaussTilePad));
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * TH;
-  load_tile<T, (R <= 4 ? 1 : 8)>(src, src_pitch, width, height, x0, y0, kRowsIn, kHalo, R, kStride, vector_io, tile);
+  load_tile<T, (R <= 4 ? 1 : 8)>(src, src_pitch, width, height, x0, y0, kRowsIn, kHalo, R, kStride, vector_io, tile,
+                                 shift);
   __syncthreads();
 
   // Horizontal: outputs at tile columns c..c+3 need samples [c - R, c + 3 + R],
@@ -267,7 +275,7 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
     if (y >= height) break;
     T o[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) o[q] = round_clamp<T>(acc[j][q]);
+    for (int q = 0; q < 4; ++q) o[q] = to_high_bits(round_clamp<T>(acc[j][q]), shift);
     store4<T>(row_at(dst, dst_pitch, y), x0 + c, width, o, full);
   }
 }
@@ -278,7 +286,7 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
 template <class T, int TH, int kBatch>
 __global__ void __launch_bounds__(kThreadsX * kThreadsY)
 box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
-          int width, int height, int rx, int ry, uint32_t count, float inv_count, bool vector_io) {
+          int width, int height, int rx, int ry, uint32_t count, float inv_count, bool vector_io, int shift) {
   constexpr int kRowsPerThread = TH / kThreadsY;
   const int halo = align4(rx);
   const int rows_in = TH + 2 * ry;
@@ -288,7 +296,7 @@ box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   uint32_t* hsum = reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(smem4) +
                                                (static_cast<std::size_t>(rows_in) * stride * sizeof(T) + 15) / 16 * 16);
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * TH;
-  load_tile<T, kBatch>(src, src_pitch, width, height, x0, y0, rows_in, halo, ry, stride, vector_io, tile);
+  load_tile<T, kBatch>(src, src_pitch, width, height, x0, y0, rows_in, halo, ry, stride, vector_io, tile, shift);
   __syncthreads();
 
   const int c = threadIdx.x * 4;
@@ -325,10 +333,10 @@ box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       s.x += add.x - sub.x; s.y += add.y - sub.y; s.z += add.z - sub.z; s.w += add.w - sub.w;
     }
     T o[4];
-    o[0] = static_cast<T>(divide_round(s.x, count, inv_count));
-    o[1] = static_cast<T>(divide_round(s.y, count, inv_count));
-    o[2] = static_cast<T>(divide_round(s.z, count, inv_count));
-    o[3] = static_cast<T>(divide_round(s.w, count, inv_count));
+    o[0] = to_high_bits(static_cast<T>(divide_round(s.x, count, inv_count)), shift);
+    o[1] = to_high_bits(static_cast<T>(divide_round(s.y, count, inv_count)), shift);
+    o[2] = to_high_bits(static_cast<T>(divide_round(s.z, count, inv_count)), shift);
+    o[3] = to_high_bits(static_cast<T>(divide_round(s.w, count, inv_count)), shift);
     store4<T>(row_at(dst, dst_pitch, y), x0 + c, width, o, full);
   }
 }
@@ -583,7 +591,7 @@ Taps<R> gauss_taps(const float* wx, int rx, const float* wy, int ry) {
 
 template <class T, int R>
 void launch_gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height,
-                  const float* wx, int rx, const float* wy, int ry, cudaStream_t stream) {
+                  const float* wx, int rx, const float* wy, int ry, int shift, cudaStream_t stream) {
   constexpr int TH = gauss_tile_rows<R>();
   const Taps<R> taps = gauss_taps<T, R>(wx, rx, wy, ry);
   const std::size_t shared = shared_bytes<T>(align4(R), TH + 2 * R, sizeof(float), kGaussTilePad);
@@ -592,7 +600,7 @@ void launch_gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, in
   opt_in_shared(kernel, opted);
   const bool vector_io = aligned(src, sp, 4 * sizeof(T)) && aligned(dst, dp, 4 * sizeof(T));
   const dim3 grid = tile_grid(width, height, TH);
-  kernel<<<grid, dim3(kThreadsX, kThreadsY), shared, stream>>>(src, sp, dst, dp, width, height, taps, vector_io);
+  kernel<<<grid, dim3(kThreadsX, kThreadsY), shared, stream>>>(src, sp, dst, dp, width, height, taps, vector_io, shift);
   STREAMBLUR_CHECK_LAUNCH("gauss_tiled", stream);
 }
 
@@ -660,26 +668,27 @@ bool box_fits(int rx, int ry, std::size_t sample_bytes) {
 
 template <class T>
 void gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, const float* wx, int rx,
-           const float* wy, int ry, cudaStream_t stream) {
+           const float* wy, int ry, int shift, cudaStream_t stream) {
   if (!gauss_fits(rx, ry, sizeof(T))) throw std::invalid_argument("register-blocked Gaussian: radius too large here");
+  check_shift<T>(shift);
   switch (gauss_bucket(std::max(rx, ry))) {
-    case 1: return launch_gauss<T, 1>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 2: return launch_gauss<T, 2>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 3: return launch_gauss<T, 3>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 4: return launch_gauss<T, 4>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 6: return launch_gauss<T, 6>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 8: return launch_gauss<T, 8>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 12: return launch_gauss<T, 12>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 16: return launch_gauss<T, 16>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 24: return launch_gauss<T, 24>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 32: return launch_gauss<T, 32>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
+    case 1: return launch_gauss<T, 1>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, stream);
+    case 2: return launch_gauss<T, 2>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, stream);
+    case 3: return launch_gauss<T, 3>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, stream);
+    case 4: return launch_gauss<T, 4>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, stream);
+    case 6: return launch_gauss<T, 6>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, stream);
+    case 8: return launch_gauss<T, 8>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, stream);
+    case 12: return launch_gauss<T, 12>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, stream);
+    case 16: return launch_gauss<T, 16>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, stream);
+    case 24: return launch_gauss<T, 24>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, stream);
+    case 32: return launch_gauss<T, 32>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, stream);
     default: throw std::invalid_argument("register-blocked Gaussian: radius above 32");
   }
 }
 
 template <class T, int TH, int kBatch>
 void launch_box(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, int rx, int ry,
-                cudaStream_t stream) {
+                int shift, cudaStream_t stream) {
   const std::size_t shared = shared_bytes<T>(align4(rx), TH + 2 * ry, 4);
   static std::atomic<unsigned long long> opted{0};
   opt_in_shared(box_tiled<T, TH, kBatch>, opted);
@@ -687,16 +696,18 @@ void launch_box(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int 
   const bool vector_io = aligned(src, sp, 4 * sizeof(T)) && aligned(dst, dp, 4 * sizeof(T));
   const dim3 grid = tile_grid(width, height, TH);
   box_tiled<T, TH, kBatch><<<grid, dim3(kThreadsX, kThreadsY), shared, stream>>>(src, sp, dst, dp, width, height, rx, ry, count,
-                                                                        1.0f / static_cast<float>(count), vector_io);
+                                                                        1.0f / static_cast<float>(count), vector_io,
+                                                                        shift);
   STREAMBLUR_CHECK_LAUNCH("box_tiled", stream);
 }
 
 template <class T>
-void box(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, int rx, int ry,
+void box(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, int rx, int ry, int shift,
          cudaStream_t stream) {
   if (!box_fits(rx, ry, sizeof(T))) throw std::invalid_argument("register-blocked box: radius too large here");
-  if (ry <= 8) launch_box<T, kBoxTileRows, 1>(src, sp, dst, dp, width, height, rx, ry, stream);
-  else launch_box<T, kBoxTileRows, 8>(src, sp, dst, dp, width, height, rx, ry, stream);
+  check_shift<T>(shift);
+  if (ry <= 8) launch_box<T, kBoxTileRows, 1>(src, sp, dst, dp, width, height, rx, ry, shift, stream);
+  else launch_box<T, kBoxTileRows, 8>(src, sp, dst, dp, width, height, rx, ry, shift, stream);
 }
 
 bool sliding_fits(bool box, int rx, int ry) {
@@ -731,11 +742,12 @@ template void sliding<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::pt
 template void sliding<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, const float*,
                                 int, const float*, int, cudaStream_t);
 template void gauss<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, const float*, int,
-                             const float*, int, cudaStream_t);
+                             const float*, int, int, cudaStream_t);
 template void gauss<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, const float*, int,
-                              const float*, int, cudaStream_t);
-template void box<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, int, int, cudaStream_t);
-template void box<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, int, int,
+                              const float*, int, int, cudaStream_t);
+template void box<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, int, int, int,
+                           cudaStream_t);
+template void box<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, int, int, int,
                             cudaStream_t);
 
 }  // namespace streamblur::cuda::tiled

@@ -33,6 +33,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 
@@ -50,6 +51,8 @@ constexpr int kMaxGridY = 65535;
 constexpr std::size_t kMaxTapBytes = 48 * 1024;
 
 using detail::round_clamp;
+using detail::check_shift;
+using detail::to_high_bits;
 using detail::row_ptr;
 
 // Index of sample s of a row after clamping its pixel to the plane: the
@@ -102,17 +105,20 @@ __device__ __forceinline__ Raw<T> load_group(const T* __restrict__ row, int s, i
 __device__ __forceinline__ float from_bits(uint32_t w, uint32_t selector) {
   return __int_as_float(__byte_perm(w, 0x4B000000u, selector)) - 8388608.0f;
 }
-__device__ __forceinline__ void unpack(const Raw<uint8_t>& r, float* out) {
+// keep: the bits of each 32-bit word (two 16-bit samples) that hold the
+// values (P010: the high 10 of each; all bits otherwise).
+__device__ __forceinline__ void unpack(const Raw<uint8_t>& r, float* out, uint32_t /*keep*/) {
   const uint32_t w[4] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w};
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int b = 0; b < 4; ++b) out[4 * i + b] = from_bits(w[i], 0x7440u + b);
 }
-__device__ __forceinline__ void unpack(const Raw<uint16_t>& r, float* out) {
-  const uint32_t w[8] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w, r.v[1].x, r.v[1].y, r.v[1].z, r.v[1].w};
+__device__ __forceinline__ void unpack(const Raw<uint16_t>& r, float* out, uint32_t keep) {
+  uint32_t w[8] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w, r.v[1].x, r.v[1].y, r.v[1].z, r.v[1].w};
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
+    w[i] &= keep;
     out[2 * i] = from_bits(w[i], 0x7410u);
     out[2 * i + 1] = from_bits(w[i], 0x7432u);
   }
@@ -217,7 +223,8 @@ __device__ __forceinline__ void store_group(uint16_t* out, const float* acc, boo
 // whose samples this chunk is the last to use).
 template <class T, int C>
 __device__ __forceinline__ void row_chunk(float* X, float* Y, float* Z, const T* __restrict__ row, int next, int samples,
-                                          bool vec, bool more, const float4* __restrict__ taps4, float* acc) {
+                                          bool vec, bool more, const float4* __restrict__ taps4, float* acc,
+                                          uint32_t keep) {
   Raw<T> raw[C];
   if (more) {
 #pragma unroll
@@ -226,10 +233,10 @@ __device__ __forceinline__ void row_chunk(float* X, float* Y, float* Z, const T*
   chunk_fma<C, sizeof(T) == 2>(taps4, X, Y, Z, acc);
   if (more) {
     if constexpr (C == 1) {
-      unpack(raw[0], Z);
+      unpack(raw[0], Z, keep);
     } else {
-      unpack(raw[0], X);
-      unpack(raw[1], Y);
+      unpack(raw[0], X, keep);
+      unpack(raw[1], Y, keep);
     }
   }
 }
@@ -241,9 +248,9 @@ template <class T, int C, int kMinBlocks = sizeof(T) == 1 && C == 1 ? 3 : 2>
 __global__ void __launch_bounds__(32 * kRowWarps, kMinBlocks)
 wide_rows(const T* __restrict__ src, std::ptrdiff_t src_pitch, typename Mid<T>::type* __restrict__ mid,
           std::ptrdiff_t mid_pitch, int samples, int height, const float* __restrict__ weights, int radius, int front,
-          int chunks, bool vec) {
+          int chunks, bool vec, uint32_t keep, float scale) {
   extern __shared__ float4 taps4[];
-  stage_taps(reinterpret_cast<float*>(taps4), weights, radius, front, chunks, 1.0f);
+  stage_taps(reinterpret_cast<float*>(taps4), weights, radius, front, chunks, scale);
   const int y = blockIdx.y * kRowWarps + threadIdx.y;
   const int xs = (blockIdx.x * 32 + threadIdx.x) * kGroup;
   if (y >= height || xs >= samples) return;
@@ -255,24 +262,24 @@ wide_rows(const T* __restrict__ src, std::ptrdiff_t src_pitch, typename Mid<T>::
   float acc[kGroup];
 #pragma unroll
   for (int j = 0; j < kGroup; ++j) acc[j] = 0.0f;
-  unpack(load_group<T, C>(row, base, samples, vec), A);
-  unpack(load_group<T, C>(row, base + kGroup, samples, vec), B);
-  if constexpr (C == 2) unpack(load_group<T, C>(row, base + 2 * kGroup, samples, vec), N);
+  unpack(load_group<T, C>(row, base, samples, vec), A, keep);
+  unpack(load_group<T, C>(row, base + kGroup, samples, vec), B, keep);
+  if constexpr (C == 2) unpack(load_group<T, C>(row, base + 2 * kGroup, samples, vec), N, keep);
   auto next = [&](int c) { return base + ((c + 1) * C + 1) * kGroup; };
   // Three buffers rotate roles with period 3, so no window is copied.
   for (int c = 0;; c += 3) {
     if constexpr (C == 1) {
-      row_chunk<T, C>(A, B, N, row, next(c), samples, vec, c + 1 < chunks, taps4 + c * 4, acc);
+      row_chunk<T, C>(A, B, N, row, next(c), samples, vec, c + 1 < chunks, taps4 + c * 4, acc, keep);
       if (c + 1 >= chunks) break;
-      row_chunk<T, C>(B, N, A, row, next(c + 1), samples, vec, c + 2 < chunks, taps4 + (c + 1) * 4, acc);
+      row_chunk<T, C>(B, N, A, row, next(c + 1), samples, vec, c + 2 < chunks, taps4 + (c + 1) * 4, acc, keep);
       if (c + 2 >= chunks) break;
-      row_chunk<T, C>(N, A, B, row, next(c + 2), samples, vec, c + 3 < chunks, taps4 + (c + 2) * 4, acc);
+      row_chunk<T, C>(N, A, B, row, next(c + 2), samples, vec, c + 3 < chunks, taps4 + (c + 2) * 4, acc, keep);
     } else {
-      row_chunk<T, C>(A, B, N, row, next(c), samples, vec, c + 1 < chunks, taps4 + c * 4, acc);
+      row_chunk<T, C>(A, B, N, row, next(c), samples, vec, c + 1 < chunks, taps4 + c * 4, acc, keep);
       if (c + 1 >= chunks) break;
-      row_chunk<T, C>(N, A, B, row, next(c + 1), samples, vec, c + 2 < chunks, taps4 + (c + 1) * 4, acc);
+      row_chunk<T, C>(N, A, B, row, next(c + 1), samples, vec, c + 2 < chunks, taps4 + (c + 1) * 4, acc, keep);
       if (c + 2 >= chunks) break;
-      row_chunk<T, C>(B, N, A, row, next(c + 2), samples, vec, c + 3 < chunks, taps4 + (c + 2) * 4, acc);
+      row_chunk<T, C>(B, N, A, row, next(c + 2), samples, vec, c + 3 < chunks, taps4 + (c + 2) * 4, acc, keep);
     }
     if (c + 3 >= chunks) break;
   }
@@ -300,9 +307,9 @@ __device__ __forceinline__ void column_chunk(const float2* X, const float2* Y, f
 }
 
 template <class T>
-__device__ __forceinline__ void store_pair(T* out, float2 v, bool both) {
-  out[0] = round_clamp<T>(v.x);
-  if (both) out[1] = round_clamp<T>(v.y);
+__device__ __forceinline__ void store_pair(T* out, float2 v, bool both, int shift) {
+  out[0] = to_high_bits(round_clamp<T>(v.x), shift);
+  if (both) out[1] = to_high_bits(round_clamp<T>(v.y), shift);
 }
 
 // Each thread: 16 consecutive rows of two adjacent sample columns, the warp
@@ -311,7 +318,7 @@ template <class T>
 __global__ void __launch_bounds__(32 * kColWarps)
 wide_columns(const typename Mid<T>::type* __restrict__ mid, std::ptrdiff_t mid_pitch, T* __restrict__ dst,
              std::ptrdiff_t dst_pitch, int samples, int height, const float* __restrict__ weights, int radius,
-             int chunks) {
+             int chunks, int shift) {
   extern __shared__ float4 taps4[];
   stage_taps(reinterpret_cast<float*>(taps4), weights, radius, 0, chunks, 1.0f / kMidScale<T>);
   const int x = (blockIdx.x * 32 + threadIdx.x) * 2;
@@ -342,7 +349,7 @@ wide_columns(const typename Mid<T>::type* __restrict__ mid, std::ptrdiff_t mid_p
   const bool both = x + 1 < samples;
 #pragma unroll
   for (int j = 0; j < kGroup; ++j)
-    if (ys + j < height) store_pair(row_ptr(dst, dst_pitch, ys + j) + x, acc[j], both);
+    if (ys + j < height) store_pair(row_ptr(dst, dst_pitch, ys + j) + x, acc[j], both, shift);
 }
 
 // Front zeros that make (radius + front) * channels a multiple of 16.
@@ -361,8 +368,14 @@ bool aligned16(const void* p, std::ptrdiff_t pitch) {
 
 template <class T, int C>
 void launch(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, const float* wx, int rx,
-            const float* wy, int ry, void* scratch, cudaStream_t stream) {
+            const float* wy, int ry, int shift, void* scratch, cudaStream_t stream) {
   using M = typename Mid<T>::type;
+  // With a sample shift (P010) the rows pass reads the samples with their low
+  // bits cleared, 2^shift times the values, and its taps are 2^-shift times
+  // the weights: its floats are the values' exactly (powers of two scale
+  // without rounding), so the rest runs as on any plane.
+  const uint32_t keep = 0xFFFFu >> shift << shift;
+  const float scale = std::ldexp(1.0f, -shift);
   const int samples = width * C;
   M* mid = static_cast<M*>(scratch);
   const auto mp = static_cast<std::ptrdiff_t>(plane_pitch(samples, sizeof(T)));
@@ -373,12 +386,12 @@ void launch(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int widt
   if (row_blocks_y > static_cast<unsigned>(kMaxGridY)) throw std::invalid_argument("blur: plane too tall");
   const dim3 h_grid(static_cast<unsigned>((samples + 32 * kGroup - 1) / (32 * kGroup)), row_blocks_y);
   wide_rows<T, C><<<h_grid, dim3(32, kRowWarps), tap_bytes(h_chunks), stream>>>(
-      src, sp, mid, mp, samples, height, wx, rx, front, h_chunks, aligned16(src, sp));
+      src, sp, mid, mp, samples, height, wx, rx, front, h_chunks, aligned16(src, sp), keep | keep << 16, scale);
   STREAMBLUR_CHECK_LAUNCH("wide_rows", stream);
   const int v_chunks = chunks_of(2 * ry + 1);
   const dim3 v_grid(static_cast<unsigned>((samples + 63) / 64), col_blocks_y);
   wide_columns<T><<<v_grid, dim3(32, kColWarps), tap_bytes(v_chunks), stream>>>(mid, mp, dst, dp, samples, height, wy,
-                                                                               ry, v_chunks);
+                                                                               ry, v_chunks, shift);
   STREAMBLUR_CHECK_LAUNCH("wide_columns", stream);
 }
 
@@ -404,18 +417,19 @@ bool fits(int channels, int rx, int ry) {
 
 template <class T>
 void gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, int channels,
-           const float* wx, int rx, const float* wy, int ry, void* scratch, cudaStream_t stream) {
+           const float* wx, int rx, const float* wy, int ry, int shift, void* scratch, cudaStream_t stream) {
   if (!fits(channels, rx, ry)) throw std::invalid_argument("wide Gaussian: channels or radius not supported");
+  check_shift<T>(shift);
   if (reinterpret_cast<std::uintptr_t>(scratch) % 16 != 0)
     throw std::invalid_argument("wide Gaussian: the scratch plane must be 16-byte aligned");
   if (width <= 0 || height <= 0) return;
-  if (channels == 1) launch<T, 1>(src, sp, dst, dp, width, height, wx, rx, wy, ry, scratch, stream);
-  else launch<T, 2>(src, sp, dst, dp, width, height, wx, rx, wy, ry, scratch, stream);
+  if (channels == 1) launch<T, 1>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, scratch, stream);
+  else launch<T, 2>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, scratch, stream);
 }
 
 template void gauss<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, int, const float*, int,
-                             const float*, int, void*, cudaStream_t);
+                             const float*, int, int, void*, cudaStream_t);
 template void gauss<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, int, const float*,
-                              int, const float*, int, void*, cudaStream_t);
+                              int, const float*, int, int, void*, cudaStream_t);
 
 }  // namespace streamblur::cuda::wide

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "streamblur/kernels/cuda_check.hpp"
 
@@ -25,6 +27,23 @@ template <class T>
 __device__ __forceinline__ T round_clamp(float v) {
   constexpr float kMax = static_cast<float>(static_cast<T>(~T(0)));
   return static_cast<T>(fminf(fmaxf(floorf(v + 0.5f), 0.0f), kMax));
+}
+
+// Samples that hold their value in the high bits (P010: 10 bits over a
+// shift of 6): the kernels that take a `shift` read v >> shift, compute as on
+// any plane and write their rounded result << shift, bit for bit what
+// shifting the plane down, blurring it and shifting it back up gives.
+// 8-bit samples never have a shift (the call sites pass 0).
+template <class T>
+__device__ __forceinline__ T to_high_bits(T v, int shift) {
+  if constexpr (sizeof(T) == 1) return v;
+  else return static_cast<T>(v << shift);
+}
+template <class T>
+inline void check_shift(int shift) {
+  if (shift < 0 || shift > 15 || (sizeof(T) == 1 && shift != 0))
+    throw std::invalid_argument("blur: sample shift " + std::to_string(shift) +
+                                " out of range (0..15, and 0 for 8-bit samples)");
 }
 
 // round(sum / count), half up, exact for sum < 2^32: a float quotient is

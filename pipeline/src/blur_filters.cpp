@@ -132,6 +132,7 @@ class BlurFilterBase : public Filter {
 
   void configure(const FrameLayout& layout, Backend backend) override {
     backend_ = backend;
+    sample_shift_ = layout.sample_shift;
     touched_.fill(false);
     for (int p = 0; p < layout.num_planes; ++p) {
       const PlaneLayout& pl = layout.planes[p];
@@ -174,6 +175,7 @@ class BlurFilterBase : public Filter {
   bool chroma_scale_;
   bool fields_;
   Backend backend_ = Backend::Cpu;
+  int sample_shift_ = 0;  // the layout's (0 unless takes_sample_shift)
   std::array<bool, 4> touched_{};
   std::array<FilterReach, 4> reach_{};  // set by make_plane: the kernel radius (or cell grid) per plane
 };
@@ -266,6 +268,9 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
     if constexpr (kGpuInto) gpu_[p]->template apply<T>(Plane<const T>(src), dst, stream);
   }
   std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
+  // The CUDA Gaussian and box take P010's shift in their kernels.
+  static constexpr bool kGpuShift = requires(GpuOp& op) { op.set_sample_shift(0); };
+  bool takes_sample_shift(Backend backend) const override { return kGpuShift && backend == Backend::Cuda; }
 
  private:
   void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) final {
@@ -275,6 +280,7 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
     if (this->backend_ == Backend::Cuda) {
       gpu_[p] = std::apply([](const auto&... a) { return std::make_unique<GpuOp>(a...); }, params);
       gpu_[p]->reserve(pl.width, pl.height, pl.channels);
+      if constexpr (kGpuShift) gpu_[p]->set_sample_shift(this->sample_shift_);
     } else {
       cpu_[p] = std::apply([](const auto&... a) { return std::make_unique<CpuOp>(a...); }, params);
     }

@@ -213,8 +213,13 @@ FilterChain::FilterChain(const std::vector<FilterInstanceSpec>& specs) {
 
 void FilterChain::configure(const FrameLayout& layout, Backend backend) {
   backend_ = backend;
-  sample_shift_ = layout.sample_shift;
-  for (auto& f : filters_) f->configure(layout, backend);
+  const bool filters_shift = !filters_.empty() && std::all_of(filters_.begin(), filters_.end(), [&](const auto& f) {
+    return f->takes_sample_shift(backend);
+  });
+  sample_shift_ = filters_shift ? 0 : layout.sample_shift;
+  FrameLayout given = layout;
+  if (!filters_shift) given.sample_shift = 0;  // the planes are shifted down around them
+  for (auto& f : filters_) f->configure(given, backend);
   graph_safe_ = backend == Backend::Cuda && !filters_.empty() &&
                 std::all_of(filters_.begin(), filters_.end(), [](const auto& f) { return f->graph_safe(); });
   graphs_.clear();
@@ -239,7 +244,7 @@ static void shift_plane(Backend backend, const AnyPlane& a, int shift, cudaStrea
 
 void FilterChain::enqueue_plane(int p, const AnyPlane* src, const AnyPlane& dst, cudaStream_t stream) {
   auto f = filters_.begin();
-  if (src) (*f++)->apply_from(p, *src, dst, stream);  // apply_from: no shift (sample_shift_ == 0)
+  if (src) (*f++)->apply_from(p, *src, dst, stream);  // apply_from: sample_shift_ == 0
   if (sample_shift_ != 0) shift_plane(backend_, dst, sample_shift_, stream);
   for (; f != filters_.end(); ++f)
     if ((*f)->touches(p)) (*f)->apply(p, dst, stream);

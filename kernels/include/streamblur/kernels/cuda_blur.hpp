@@ -48,6 +48,13 @@ class GaussianBlur {
   int radius_y() const noexcept { return radius_y_; }
   void reserve(int width, int height, int channels);
   void set_path(BlurPath path) noexcept { path_ = path; }
+  // For 16-bit samples that hold their value above `shift` zero low bits
+  // (P010: 6): apply() blurs the values (v >> shift) and writes its results
+  // shifted back up, low bits zero, bit for bit as shifting the plane down,
+  // blurring it and shifting it up would, without those two passes where the
+  // kernels take the shift (the register and wide paths; the others shift
+  // around the blur). 0..15; an 8-bit apply() with a shift throws.
+  void set_sample_shift(int shift);
   // The kernels apply() runs for a width x height plane of `channels` samples
   // of `sample_bytes` on the current device, after the fall-backs (never Auto).
   BlurPath path_taken(int width, int height, int channels, std::size_t sample_bytes) const;
@@ -57,6 +64,7 @@ class GaussianBlur {
  private:
   int radius_x_, radius_y_;
   BlurPath path_ = BlurPath::Auto;
+  int shift_ = 0;
   std::vector<float> host_weights_;  // 2rx+1 horizontal then 2ry+1 vertical floats
   DeviceBuffer weights_;   // the same, on the device
   DeviceBuffer scratch_;   // float intermediate
@@ -70,6 +78,7 @@ class BoxBlur {
   int radius_y() const noexcept { return radius_y_; }
   void reserve(int width, int height, int channels);
   void set_path(BlurPath path) noexcept { path_ = path; }
+  void set_sample_shift(int shift);  // as GaussianBlur's (the register path takes it)
   BlurPath path_taken(int width, int height, int channels, std::size_t sample_bytes) const;  // as GaussianBlur's
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
   std::size_t device_bytes() const noexcept { return scratch_.size(); }
@@ -77,6 +86,7 @@ class BoxBlur {
  private:
   int radius_x_, radius_y_;
   BlurPath path_ = BlurPath::Auto;
+  int shift_ = 0;
   DeviceBuffer scratch_;   // uint32 horizontal sums, or an in-place output and the running path's band sums
 };
 

@@ -83,6 +83,15 @@ class Filter {
   // first call), and the work on one plane reads and writes only that plane
   // and state of its own for that plane, so planes may run side by side.
   virtual bool graph_safe() const { return false; }
+  // Whether, on `backend`, the filter reads and writes samples whose value
+  // sits in their high bits (FrameLayout::sample_shift, P010) itself when
+  // configure() is given such a layout: it filters the values and writes its
+  // results shifted back up, low bits zero, as it would write them after the
+  // chain shifted the planes down and before it shifted them back. Where
+  // every filter of a chain does, the chain skips those two passes per plane
+  // (and may filter from a source plane into another, apply_from()); else it
+  // configures the filters with no shift and shifts around them.
+  virtual bool takes_sample_shift(Backend /*backend*/) const { return false; }
 };
 
 // ---- options table
@@ -277,7 +286,9 @@ class FilterChain {
 
   std::vector<std::unique_ptr<Filter>> filters_;
   Backend backend_ = Backend::Cpu;
-  int sample_shift_ = 0;  // filtered planes are rounded back to multiples of 1 << shift (P010)
+  // The shift the chain takes off the planes and puts back around its
+  // filters (P010), where they do not take it themselves (takes_sample_shift).
+  int sample_shift_ = 0;
   bool graphs_on_ = true;
   bool graph_safe_ = false;  // every filter graph_safe(), on the CUDA backend
   std::vector<CachedGraph> graphs_;
