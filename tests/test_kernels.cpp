@@ -684,12 +684,13 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(960, 540, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(0.1).path_taken(1920, 2160, 2, 2), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(1.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // 8-bit pairs, r = 3
-  EXPECT_EQ(cuda::GaussianBlur(1.5).path_taken(1920, 2160, 2, 1), P::Wide);    // r = 5
-  // The band's edge: 2 blocks of taps up to rx = 4 (8 samples) and ry = 8.
-  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 4, 8).path_taken(1920, 2160, 2, 1), P::Tensor);
-  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 4, 9).path_taken(1920, 2160, 2, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 5, 8).path_taken(1920, 2160, 2, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(1.0).path_taken(960, 1080, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(3.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // r = 9: 4 blocks of taps
+  EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(1920, 2160, 2, 1), P::Wide);    // r = 15: 5 blocks
+  // The band's edge: 4 blocks of taps up to rx = 12 (24 samples) and ry = 24.
+  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 12, 24).path_taken(1920, 2160, 2, 1), P::Tensor);
+  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 12, 25).path_taken(1920, 2160, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 13, 8).path_taken(1920, 2160, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(960, 1080, 2, 1), P::Tensor);   // 2 M samples
   EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(640, 360, 4, 1), P::TwoPass);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Fused);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(3840, 2160, 1, 2), P::Sliding);

@@ -375,8 +375,8 @@ enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, Tw
 // Auto's choice, from the kernel benchmark on an H200 (README; 8- and 16-bit
 // planes, 1080p and 4K):
 // - Gaussians on one-channel 8-bit planes: the tensor-core kernel from
-//   kTensorFromRadius(Large) to radius 32, and on 8-bit pairs of 4 M samples
-//   or more to rx = 4;
+//   kTensorFromRadius(Large) to radius 32, and on 8-bit pairs of 2 M samples
+//   or more while the band meets at most 4 blocks of taps (to sigma 3);
 // - other Gaussians on one-channel planes: the register-blocked kernels up to
 //   radius 32 (faster than the fused and sliding ones at every sigma and size
 //   measured), the wide two passes above and, on planes of 4 M samples or
@@ -425,12 +425,17 @@ constexpr int kWideFromRadiusLarge = 25;
 //   sigma 2 10.7 against 11.4).
 constexpr int kTensorFromRadiusLarge = 5;
 constexpr int kTensorFromRadius = 13;
+// 8-bit pairs take it on planes of this many samples or more, up to this many
+// blocks of taps per band (see choose_kernel).
+constexpr long long kTensorPairsMinSamples = 2'000'000;
+constexpr int kTensorPairsMaxBlocks = 4;
 
 template <class In>
 Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sample_bytes, int rx, int ry,
                      int samples, int height) {
   const bool one_channel = channels == 1;
-  const bool large = static_cast<long long>(samples) * height >= kLargePlaneSamples;
+  const long long samples_total = static_cast<long long>(samples) * height;
+  const bool large = samples_total >= kLargePlaneSamples;
   const bool sliding_fits = one_channel && tiled::sliding_fits(!weighted, rx, ry);
   const bool register_fits =
       one_channel && (weighted ? tiled::gauss_fits(rx, ry, sample_bytes) : tiled::box_fits(rx, ry, sample_bytes));
@@ -440,17 +445,17 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   if (path == BlurPath::Tensor && tensor_fits) return Kernel::Tensor;
   if (path == BlurPath::Tensor) path = BlurPath::Register;
   if (path == BlurPath::Wide && wide_fits) return Kernel::Wide;
-  // Interleaved pairs on planes of 4 M samples or more: the tensor-core
-  // kernel while its band meets at most 2 blocks of taps (rx <= 4, 8 samples; ry <= 8):
-  // 1920x2160x2 at sigma 1 26.8 us against the wide passes' 39.8 (GPU run
-  // 58). Run 55, with the channel count a runtime value (since made a
-  // template parameter, which took the one-channel kernels back to their
-  // run-54 times), had sigma 0.5-1 at 34.5-35.4 against 40.0 and sigma 1.5-5
-  // (3-5 blocks) at 44.6-100 against 40-56. Run 58 also gave 960x1080x2
-  // sigma 1 12.8 against 15.8; smaller pair planes keep the wide passes
-  // until that is measured across sigmas and run through the pipeline's
-  // tests on the GPU.
-  if (path == BlurPath::Auto && channels == 2 && large && tensor_fits && tensor::tap_blocks(rx, ry, channels) <= 2)
+  // Interleaved 8-bit pairs on planes of 2 M samples or more: the
+  // tensor-core kernel while its band meets at most 4 blocks of taps (GPU run
+  // 60b, the channel count a template parameter since run 58):
+  // - 1920x2160x2: sigma 0.5-1 (2 blocks) 26.5-27.8 us against the wide
+  //   passes' 39.7-39.8; sigma 1.5-2 (3) 34.1-34.6 against 39.9; sigma 3 (4)
+  //   44.7 against 56.0; sigma 5 (5 blocks) 77.6 against 55.9;
+  // - 960x1080x2: sigma 0.5-2 12.7-14.3 against 15.7-15.9; sigma 3 17.8
+  //   against 21.7; sigma 5 25.5 against 21.7.
+  // Smaller pair planes (not measured) keep the wide passes.
+  if (path == BlurPath::Auto && channels == 2 && samples_total >= kTensorPairsMinSamples && tensor_fits &&
+      tensor::tap_blocks(rx, ry, channels) <= kTensorPairsMaxBlocks)
     return Kernel::Tensor;
   // Other pairs: the wide passes at every sigma measured (960x1080x2 8-bit:
   // 16.0 us at sigma 0.5 and 15.8 at sigma 1, against the generic fused

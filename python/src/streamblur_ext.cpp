@@ -249,74 +249,6 @@ Backend pick_backend(const std::string& backend, const Image& src, const Image& 
   throw std::invalid_argument("backend must be 'auto', 'cpu' or 'cuda', got '" + backend + "'");
 }
 
-// Configured CUDA chains, kept between calls: configuring allocates the
-// device weights and scratch (cudaMalloc, and cudaFree on destruction, which
-// synchronise), far more than a blur of a modest image costs. Each entry is
-// used by one call at a time; its event orders a call after the previous
-// call's GPU work on the GPU, without a host wait.
-struct CachedChain {
-  std::mutex in_use;
-  FilterChain chain;
-  cuda::DeviceBuffer staging;  // host images: the packed device copy they are blurred in (grows, never shrinks)
-  std::size_t staging_bytes = 0;
-  cuda::CudaEvent last_use;
-  ~CachedChain() {
-    try {
-      last_use.synchronize();  // never free scratch under queued work
-    } catch (...) {
-    }
-  }
-};
-
-// What the cache did, for the tests of "repeated calls allocate nothing":
-// chains configured (device weights and scratch allocated) and staging
-// buffers allocated, since the module was loaded.
-// And calls that ran as one launch of their chain's CUDA graph (FilterChain::set_graphs).
-std::atomic<long long> g_chains_configured{0}, g_staging_allocations{0}, g_graph_launches{0};
-
-// device: the current device, where the chain is configured.
-std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const FrameLayout& layout, int device) {
-  static std::mutex mutex;
-  static std::vector<std::pair<std::string, std::shared_ptr<CachedChain>>> lru;  // most recent last
-  constexpr size_t kEntries = 8;
-  const PlaneLayout& p = layout.planes[0];
-  const std::string key = spec + "|" + std::to_string(p.width) + "x" + std::to_string(p.height) + "x" +
-                          std::to_string(p.channels) + "x" + std::to_string(layout.bytes_per_sample) + "@" +
-                          std::to_string(device);
-  std::lock_guard<std::mutex> lock(mutex);
-  for (size_t i = 0; i < lru.size(); ++i)
-    if (lru[i].first == key) {
-      auto hit = lru[i];
-      lru.erase(lru.begin() + static_cast<std::ptrdiff_t>(i));
-      lru.push_back(hit);
-      return hit.second;
-    }
-  auto entry = std::make_shared<CachedChain>();
-  entry->chain = FilterChain(parse_filter_chain(spec));
-  entry->chain.configure(layout, Backend::Cuda);  // weights and scratch on the current device
-  ++g_chains_configured;
-  lru.emplace_back(key, entry);
-  if (lru.size() > kEntries) lru.erase(lru.begin());  // freed once no call holds it
-  return entry;
-}
-
-// Calls that returned with their GPU work still queued keep their arrays
-// here until an event after that work has completed, so a caller who drops
-// the arrays at once (their framework may hand the memory to new arrays on
-// another stream) cannot have the kernels read or write freed memory. As
-// CV-CUDA's ResourceGuard and PyTorch's record_stream, but released from
-// Python's side (with the GIL) on the next call or at exit, never from a CUDA
-// callback. Guarded by the GIL.
-struct QueuedCall {
-  cuda::CudaEvent done;  // recorded after the call's work
-  int device = 0;        // where the event was made
-  InArray src;
-  OutArray dst;
-};
-std::vector<std::unique_ptr<QueuedCall>>& queued_calls() {
-  static auto* calls = new std::vector<std::unique_ptr<QueuedCall>>();  // never destroyed: cleared at exit
-  return *calls;
-}
 // Events of completed calls, with their device, for the next calls on that
 // device (creating one per call cost a driver call each time).
 std::mutex g_spare_events_mutex;
@@ -335,6 +267,96 @@ cuda::CudaEvent take_event(int device) {
     }
   return cuda::CudaEvent();
 }
+// A call's event is shared by its chain's cache entry (the next call waits
+// for it) and, while the call's arrays are held, its QueuedCall; whichever
+// lets go last gives it back for another call to record (recording an
+// event again never changes what an earlier wait on it waits for).
+void drop_event(int device, std::shared_ptr<cuda::CudaEvent>& e) {
+  if (e && e.use_count() == 1) {
+    std::lock_guard<std::mutex> lock(g_spare_events_mutex);
+    if (spare_events().size() < 64) spare_events().emplace_back(device, std::move(*e));
+  }
+  e.reset();
+}
+
+// Configured CUDA chains, kept between calls: configuring allocates the
+// device weights and scratch (cudaMalloc, and cudaFree on destruction, which
+// synchronise), far more than a blur of a modest image costs. Each entry is
+// used by one call at a time; its last call's event orders the next call
+// after that call's GPU work on the GPU, without a host wait, unless the
+// next call is on the same stream, which orders it already. Streams are
+// compared by cudaStreamGetId, which is never reused (a new stream may get a
+// destroyed one's handle).
+constexpr unsigned long long kNoStream = ~0ULL;
+struct CachedChain {
+  std::mutex in_use;
+  FilterChain chain;
+  int device = 0;
+  cuda::DeviceBuffer staging;  // host images: the packed device copy they are blurred in (grows, never shrinks)
+  std::size_t staging_bytes = 0;
+  std::shared_ptr<cuda::CudaEvent> last_use = std::make_shared<cuda::CudaEvent>();
+  unsigned long long last_stream = kNoStream;  // where last_use was recorded
+  ~CachedChain() {
+    try {
+      last_use->synchronize();  // never free scratch under queued work
+    } catch (...) {
+    }
+  }
+};
+
+// What the cache did, for the tests of "repeated calls allocate nothing":
+// chains configured (device weights and scratch allocated) and staging
+// buffers allocated, since the module was loaded.
+// And calls that ran as one launch of their chain's CUDA graph (FilterChain::set_graphs).
+std::atomic<long long> g_chains_configured{0}, g_staging_allocations{0}, g_graph_launches{0};
+
+// device: the current device, where the chain is configured.
+std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const FrameLayout& layout, int device) {
+  struct Key {
+    std::string spec;
+    std::array<int, 5> shape;  // width, height, channels, bytes per sample, device
+  };
+  static std::mutex mutex;
+  static std::vector<std::pair<Key, std::shared_ptr<CachedChain>>> lru;  // most recent last
+  constexpr size_t kEntries = 8;
+  const PlaneLayout& p = layout.planes[0];
+  const std::array<int, 5> shape{p.width, p.height, p.channels, layout.bytes_per_sample, device};
+  std::lock_guard<std::mutex> lock(mutex);
+  for (size_t i = lru.size(); i-- > 0;)  // the most recent first
+    if (lru[i].first.shape == shape && lru[i].first.spec == spec) {
+      if (i + 1 == lru.size()) return lru[i].second;
+      auto hit = std::move(lru[i]);
+      lru.erase(lru.begin() + static_cast<std::ptrdiff_t>(i));
+      lru.push_back(std::move(hit));
+      return lru.back().second;
+    }
+  auto entry = std::make_shared<CachedChain>();
+  entry->device = device;
+  entry->chain = FilterChain(parse_filter_chain(spec));
+  entry->chain.configure(layout, Backend::Cuda);  // weights and scratch on the current device
+  ++g_chains_configured;
+  lru.emplace_back(Key{spec, shape}, entry);
+  if (lru.size() > kEntries) lru.erase(lru.begin());  // freed once no call holds it
+  return entry;
+}
+
+// Calls that returned with their GPU work still queued keep their arrays
+// here until an event after that work has completed, so a caller who drops
+// the arrays at once (their framework may hand the memory to new arrays on
+// another stream) cannot have the kernels read or write freed memory. As
+// CV-CUDA's ResourceGuard and PyTorch's record_stream, but released from
+// Python's side (with the GIL) on the next call or at exit, never from a CUDA
+// callback. Guarded by the GIL.
+struct QueuedCall {
+  std::shared_ptr<cuda::CudaEvent> done;  // recorded after the call's work
+  int device = 0;                         // where the event was made
+  InArray src;
+  OutArray dst;
+};
+std::vector<std::unique_ptr<QueuedCall>>& queued_calls() {
+  static auto* calls = new std::vector<std::unique_ptr<QueuedCall>>();  // never destroyed: cleared at exit
+  return *calls;
+}
 
 // Drops the arrays of every queued call whose work has completed; with
 // wait=true waits for all first (module exit). Returns how many are still held.
@@ -342,15 +364,12 @@ std::size_t release_queued_calls(bool wait) {
   auto& calls = queued_calls();
   if (wait && !calls.empty()) {
     nb::gil_scoped_release no_gil;
-    for (auto& c : calls) cudaEventSynchronize(c->done.get());  // exit path: errors are not reported here
+    for (auto& c : calls) cudaEventSynchronize(c->done->get());  // exit path: errors are not reported here
   }
   std::erase_if(calls, [&](std::unique_ptr<QueuedCall>& c) {
-    const cudaError_t rc = cudaEventQuery(c->done.get());
+    const cudaError_t rc = cudaEventQuery(c->done->get());
     if (rc == cudaErrorNotReady) return false;
-    if (rc == cudaSuccess && !wait) {  // done: its event serves again
-      std::lock_guard<std::mutex> lock(g_spare_events_mutex);
-      if (spare_events().size() < 64) spare_events().emplace_back(c->device, std::move(c->done));
-    }
+    if (rc == cudaSuccess && !wait) drop_event(c->device, c->done);  // done: its event may serve again
     return true;  // done, or failed (nothing left to protect)
   });
   return calls.size();
@@ -360,7 +379,7 @@ std::size_t release_queued_calls(bool wait) {
 // after the work when it returns with the work still queued (device output);
 // nothing when it waited.
 // device: the current device (the caller's, read once per call).
-std::unique_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& dst, const std::string& spec,
+std::shared_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& dst, const std::string& spec,
                                                  const FrameLayout& layout, bool managed, int device,
                                                  cudaStream_t stream) {
   const std::shared_ptr<CachedChain> entry = cuda_chain_for(spec, layout, device);
@@ -372,7 +391,22 @@ std::unique_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& 
     ~CountGraphs() { g_graph_launches += chain.graph_stats().launched - before; }
   } count_graphs{chain, chain.graph_stats().launched};
   try {
-    CUDA_CHECK(cudaStreamWaitEvent(stream, entry->last_use.get(), 0));  // the previous user's work first
+    unsigned long long stream_id = kNoStream;
+    if (cudaStreamGetId(stream, &stream_id) != cudaSuccess) {
+      cudaGetLastError();  // not a stream it knows: wait below, whose error is the one to report
+      stream_id = kNoStream;
+    }
+    if (stream_id == kNoStream || stream_id != entry->last_stream)
+      CUDA_CHECK(cudaStreamWaitEvent(stream, entry->last_use->get(), 0));  // the previous user's work first
+    // After this call's work: one event for the next call and for this call's held arrays.
+    auto mark_done = [&] {
+      auto done = std::make_shared<cuda::CudaEvent>(take_event(device));
+      done->record(stream);
+      drop_event(device, entry->last_use);
+      entry->last_use = done;
+      entry->last_stream = stream_id;
+      return done;
+    };
     if (dst.memory == Memory::Device && src.memory != Memory::Managed) {
       // Straight from src into dst where the first filter can write a new
       // plane (blurs), else a copy and the chain in place.
@@ -383,13 +417,10 @@ std::unique_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& 
         copy_rows_cuda(src, dst, stream);
         chain.apply({dst.plane()}, 1, stream);
       }
-      entry->last_use.record(stream);
       // Device output: no host wait. The work is ordered on `stream`, as the
       // caller's own work on that stream is; the caller keeps the arrays
       // referenced until it has run (queued_calls).
-      auto done = std::make_unique<cuda::CudaEvent>(take_event(device));
-      done->record(stream);
-      return done;
+      return mark_done();
     }
     // Host or managed output: blur in a packed device buffer (host) or in
     // place (managed), and wait, since the host reads the result next.
@@ -401,7 +432,7 @@ std::unique_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& 
       if (entry->staging_bytes < bytes) {
         // The previous user's work (ordered before ours by the event wait
         // above) may still read the old buffer: let it finish first.
-        entry->last_use.synchronize();
+        entry->last_use->synchronize();
         entry->staging = cuda::DeviceBuffer(bytes);
         entry->staging_bytes = bytes;
         ++g_staging_allocations;
@@ -414,7 +445,7 @@ std::unique_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& 
       chain.apply({dev.plane()}, 1, stream);
       copy_rows_cuda(dev, dst, stream);
     }
-    entry->last_use.record(stream);
+    mark_done();
     CUDA_CHECK(cudaStreamSynchronize(stream));
     // Without concurrent managed access the host may not touch managed
     // memory while any kernel runs.
@@ -447,7 +478,7 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
     return;
   }
 
-  std::unique_ptr<cuda::CudaEvent> done;
+  std::shared_ptr<cuda::CudaEvent> done;
   const int device = current_device();
   {
     nb::gil_scoped_release no_gil;
@@ -455,7 +486,7 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
   }
   if (done) {  // with the GIL again: the references are Python's
     auto call = std::make_unique<QueuedCall>();
-    call->done = std::move(*done);
+    call->done = std::move(done);
     call->device = device;  // where run_filter_cuda recorded it
     call->src = src_arr;
     call->dst = dst_arr;

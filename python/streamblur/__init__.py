@@ -47,6 +47,7 @@ from __future__ import annotations
 import atexit
 import math
 import os
+import sys
 import weakref
 from typing import Any, Callable, Optional
 
@@ -106,16 +107,28 @@ def filter_help(name: str) -> str:
 # ---------------------------------------------------------------- arrays
 
 
+_FRAMEWORK_OF_TYPE: dict = {}  # type -> framework name, filled as types are seen (a call's host time counts)
+
+
 def _framework(obj: Any) -> str:
     """'numpy', 'cupy', 'torch' or 'other', from the object's type."""
+    t = type(obj)
+    fw = _FRAMEWORK_OF_TYPE.get(t)
+    if fw is not None:
+        return fw
     if isinstance(obj, np.ndarray):
-        return "numpy"
-    module = type(obj).__module__ or ""
-    if module == "cupy" or module.startswith("cupy."):
-        return "cupy"
-    if module == "torch" or module.startswith("torch."):
-        return "torch"
-    return "other"
+        fw = "numpy"
+    else:
+        module = t.__module__ or ""
+        if module == "cupy" or module.startswith("cupy."):
+            fw = "cupy"
+        elif module == "torch" or module.startswith("torch."):
+            fw = "torch"
+        else:
+            fw = "other"
+    if len(_FRAMEWORK_OF_TYPE) < 64:
+        _FRAMEWORK_OF_TYPE[t] = fw
+    return fw
 
 
 def _pixels_packed(shape, strides, itemsize: int) -> bool:
@@ -204,9 +217,7 @@ def _stream_handle(stream: Any) -> int:
 def _current_framework_stream(arr: Any, fw: str) -> int:
     """The framework's current stream for a CUDA array (0, the legacy default, for host arrays)."""
     if fw == "cupy":
-        import cupy  # noqa: PLC0415
-
-        return int(cupy.cuda.get_current_stream().ptr)
+        return sys.modules["cupy"].cuda.get_current_stream().ptr  # loaded: the array is CuPy's
     if fw == "torch" and arr.is_cuda:
         import torch  # noqa: PLC0415
 
@@ -215,6 +226,14 @@ def _current_framework_stream(arr: Any, fw: str) -> int:
 
 
 def _check_out(out: Any, img: Any) -> Any:
+    # The common case first: out= of the image's own array type (shapes and
+    # dtypes compare directly; the extension checks the layout of both).
+    if type(out) is type(img) and not isinstance(out, np.ndarray):
+        if out.shape != img.shape:
+            raise ValueError(f"out= has shape {tuple(out.shape)} but the image has shape {tuple(img.shape)}")
+        if out.dtype != img.dtype:
+            raise TypeError(f"out= has dtype {out.dtype} but the image has dtype {img.dtype}")
+        return out
     fw = _framework(out)
     if fw == "numpy" and not out.flags.writeable:
         raise ValueError("out= is read-only")
@@ -265,6 +284,26 @@ def _integer(x: Any, name: str) -> int:
     return int(x)
 
 
+# Specs already built, by the arguments and their types (True must not pass
+# for radius 1): repeated calls skip the checks and the formatting.
+_SPECS: dict = {}
+
+
+def _cached_spec(kind: str, build: Callable[..., str], *args: Any) -> str:
+    key = (kind,) + tuple((type(a), a) for a in args)
+    try:
+        return _SPECS[key]
+    except (KeyError, TypeError):  # TypeError: an unhashable argument
+        pass
+    spec = build(*args)
+    try:
+        if len(_SPECS) < 256:
+            _SPECS[key] = spec
+    except TypeError:
+        pass
+    return spec
+
+
 def _gblur_spec(sigma: Any, radius: Optional[int]) -> str:
     s = _number(sigma, "sigma")
     if not (_ext.MIN_SIGMA <= s <= _ext.MAX_SIGMA):
@@ -297,7 +336,7 @@ def gaussian_blur(img: Any, sigma: float, radius: Optional[int] = None, *, out: 
     array on the same device for CUDA input, managed for managed input), or
     ``out`` when given. See the module docstring for ``stream`` and ``backend``.
     """
-    return _run(_gblur_spec(sigma, radius), img, out, stream, backend)
+    return _run(_cached_spec("gblur", _gblur_spec, sigma, radius), img, out, stream, backend)
 
 
 def box_blur(img: Any, radius: int, *, out: Any = None, stream: Any = None, backend: str = "auto") -> Any:
@@ -305,7 +344,7 @@ def box_blur(img: Any, radius: int, *, out: Any = None, stream: Any = None, back
 
     radius: 0 .. 4096 (0 copies the image). Arrays as for :func:`gaussian_blur`.
     """
-    return _run(_boxblur_spec(radius), img, out, stream, backend)
+    return _run(_cached_spec("boxblur", _boxblur_spec, radius), img, out, stream, backend)
 
 
 class Chain:

@@ -64,6 +64,24 @@ def test_radius_too_large_and_not_int():
         streamblur.box_blur(img8(), 1.5)
 
 
+def test_checks_hold_after_a_valid_call_with_equal_values():
+    # Valid specs are remembered by their arguments and the arguments' types:
+    # radius=True equals radius=1 but must still be refused, a NaN sigma never
+    # matches, and an unhashable sigma still works.
+    img = img8()
+    streamblur.gaussian_blur(img, 2, radius=1)
+    streamblur.box_blur(img, 1)
+    with pytest.raises(TypeError, match="radius must be an integer"):
+        streamblur.gaussian_blur(img, 2, radius=True)
+    with pytest.raises(TypeError, match="radius must be an integer"):
+        streamblur.box_blur(img, True)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="sigma must be finite"):
+            streamblur.gaussian_blur(img, float("nan"))
+    got = streamblur.gaussian_blur(img, np.array([2.0])[0], radius=np.int64(1))
+    assert np.array_equal(got, streamblur.gaussian_blur(img, 2.0, radius=1))
+
+
 @pytest.mark.parametrize(
     "spec,message",
     [
