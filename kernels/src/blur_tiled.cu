@@ -67,8 +67,12 @@ __device__ __forceinline__ void unpack4(const uint8_t* p, float out[4]) {
   out[2] = __int_as_float(__byte_perm(w, 0x4B000000u, 0x7442)) - 8388608.0f;
   out[3] = __int_as_float(__byte_perm(w, 0x4B000000u, 0x7443)) - 8388608.0f;
 }
-__device__ __forceinline__ void unpack4(const uint16_t* p, float out[4]) {
-  const uint2 w = *reinterpret_cast<const uint2*>(p);
+// keep: the bits of each 32-bit word that hold the values (P010: the high 10
+// of each sample; see gauss_tiled).
+__device__ __forceinline__ void unpack4(const uint16_t* p, float out[4], uint32_t keep = ~0u) {
+  uint2 w = *reinterpret_cast<const uint2*>(p);
+  w.x &= keep;
+  w.y &= keep;
   out[0] = __int_as_float(__byte_perm(w.x, 0x4B000000u, 0x7410)) - 8388608.0f;
   out[1] = __int_as_float(__byte_perm(w.x, 0x4B000000u, 0x7432)) - 8388608.0f;
   out[2] = __int_as_float(__byte_perm(w.y, 0x4B000000u, 0x7410)) - 8388608.0f;
@@ -86,7 +90,7 @@ __device__ __forceinline__ void unpack4(const uint16_t* p, float out[4]) {
 template <class T, int kBatch>
 __device__ __forceinline__ void load_tile(const T* __restrict__ src, std::ptrdiff_t pitch, int width, int height, int x0,
                                           int y0, int rows_in, int halo_x, int ry, int stride, bool vector_io,
-                                          T* tile, int shift) {
+                                          T* tile) {
   using V = typename Io<T>::V;
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int c = tx * 4;
@@ -118,11 +122,6 @@ __device__ __forceinline__ void load_tile(const T* __restrict__ src, std::ptrdif
       const int r = r0 + j * kThreadsY;
       if (r >= rows_in) break;
       T* t = tile + r * stride + halo_x;
-      if constexpr (sizeof(T) == 2) {  // values in the high bits (P010): staged as the values
-        v[j].x >>= shift; v[j].y >>= shift; v[j].z >>= shift; v[j].w >>= shift;
-        left[j] >>= shift;
-        right[j] >>= shift;
-      }
       *reinterpret_cast<V*>(t + c) = v[j];
       if (halo_lane) {
         t[tx - halo_x] = left[j];
@@ -181,8 +180,7 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
   float* hsum =
       reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(smem4) + tile_bytes<T>(kHalo, kRowsIn, kGaussTilePad));
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * TH;
-  load_tile<T, (R <= 4 ? 1 : 8)>(src, src_pitch, width, height, x0, y0, kRowsIn, kHalo, R, kStride, vector_io, tile,
-                                 shift);
+  load_tile<T, (R <= 4 ? 1 : 8)>(src, src_pitch, width, height, x0, y0, kRowsIn, kHalo, R, kStride, vector_io, tile);
   __syncthreads();
 
   // Horizontal: outputs at tile columns c..c+3 need samples [c - R, c + 3 + R],
@@ -225,13 +223,17 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
       *reinterpret_cast<float4*>(hsum + r * kTileW + c) = make_float4(out[0], out[1], out[2], out[3]);
     }
   } else {
+  // A sample shift (P010): the staged samples with their low bits cleared
+  // are 2^shift times the values, and the horizontal taps come 2^-shift
+  // times the weights (gauss_taps), so the sums are the values' exactly.
+  const uint32_t keep = (0xFFFFu >> shift << shift) * 0x10001u;
   for (int r = threadIdx.y; r < kRowsIn; r += kThreadsY) {
     const T* t = tile + r * kStride + c;  // column c - kHalo of the source window
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
       float v[4];
-      unpack4(t + 4 * g, v);
+      unpack4(t + 4 * g, v, keep);
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int i = 4 * g + q - kFirst;  // index in [c - R, ...] counting from c - R
@@ -286,7 +288,7 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
 template <class T, int TH, int kBatch>
 __global__ void __launch_bounds__(kThreadsX * kThreadsY)
 box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
-          int width, int height, int rx, int ry, uint32_t count, float inv_count, bool vector_io, int shift) {
+          int width, int height, int rx, int ry, uint32_t count, float inv_count, bool vector_io) {
   constexpr int kRowsPerThread = TH / kThreadsY;
   const int halo = align4(rx);
   const int rows_in = TH + 2 * ry;
@@ -296,7 +298,7 @@ box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   uint32_t* hsum = reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(smem4) +
                                                (static_cast<std::size_t>(rows_in) * stride * sizeof(T) + 15) / 16 * 16);
   const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * TH;
-  load_tile<T, kBatch>(src, src_pitch, width, height, x0, y0, rows_in, halo, ry, stride, vector_io, tile, shift);
+  load_tile<T, kBatch>(src, src_pitch, width, height, x0, y0, rows_in, halo, ry, stride, vector_io, tile);
   __syncthreads();
 
   const int c = threadIdx.x * 4;
@@ -333,10 +335,10 @@ box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       s.x += add.x - sub.x; s.y += add.y - sub.y; s.z += add.z - sub.z; s.w += add.w - sub.w;
     }
     T o[4];
-    o[0] = to_high_bits(static_cast<T>(divide_round(s.x, count, inv_count)), shift);
-    o[1] = to_high_bits(static_cast<T>(divide_round(s.y, count, inv_count)), shift);
-    o[2] = to_high_bits(static_cast<T>(divide_round(s.z, count, inv_count)), shift);
-    o[3] = to_high_bits(static_cast<T>(divide_round(s.w, count, inv_count)), shift);
+    o[0] = static_cast<T>(divide_round(s.x, count, inv_count));
+    o[1] = static_cast<T>(divide_round(s.y, count, inv_count));
+    o[2] = static_cast<T>(divide_round(s.z, count, inv_count));
+    o[3] = static_cast<T>(divide_round(s.w, count, inv_count));
     store4<T>(row_at(dst, dst_pitch, y), x0 + c, width, o, full);
   }
 }
@@ -571,10 +573,11 @@ dim3 tile_grid(int width, int height, int tile_rows) {
 }
 
 // gauss_tiled's taps for a bucket of radius R >= rx, ry.
+// shift: 16-bit samples' sample shift; the horizontal taps take its 2^-shift.
 template <class T, int R>
-Taps<R> gauss_taps(const float* wx, int rx, const float* wy, int ry) {
+Taps<R> gauss_taps(const float* wx, int rx, const float* wy, int ry, int shift) {
   Taps<R> taps{};
-  for (int k = -rx; k <= rx; ++k) taps.x[R + k] = wx[rx + k];
+  for (int k = -rx; k <= rx; ++k) taps.x[R + k] = std::ldexp(wx[rx + k], -shift);
   for (int k = -ry; k <= ry; ++k) taps.y[R + k] = wy[ry + k];
   if constexpr (sizeof(T) == 1) {
     // The horizontal sums come out as integers times 2^15 (see gauss_tiled):
@@ -593,7 +596,7 @@ template <class T, int R>
 void launch_gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height,
                   const float* wx, int rx, const float* wy, int ry, int shift, cudaStream_t stream) {
   constexpr int TH = gauss_tile_rows<R>();
-  const Taps<R> taps = gauss_taps<T, R>(wx, rx, wy, ry);
+  const Taps<R> taps = gauss_taps<T, R>(wx, rx, wy, ry, shift);
   const std::size_t shared = shared_bytes<T>(align4(R), TH + 2 * R, sizeof(float), kGaussTilePad);
   auto kernel = gauss_tiled<T, R, TH, gauss_min_blocks<R>()>;
   static std::atomic<unsigned long long> opted{0};
@@ -688,7 +691,7 @@ void gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width
 
 template <class T, int TH, int kBatch>
 void launch_box(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, int rx, int ry,
-                int shift, cudaStream_t stream) {
+                cudaStream_t stream) {
   const std::size_t shared = shared_bytes<T>(align4(rx), TH + 2 * ry, 4);
   static std::atomic<unsigned long long> opted{0};
   opt_in_shared(box_tiled<T, TH, kBatch>, opted);
@@ -696,18 +699,16 @@ void launch_box(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int 
   const bool vector_io = aligned(src, sp, 4 * sizeof(T)) && aligned(dst, dp, 4 * sizeof(T));
   const dim3 grid = tile_grid(width, height, TH);
   box_tiled<T, TH, kBatch><<<grid, dim3(kThreadsX, kThreadsY), shared, stream>>>(src, sp, dst, dp, width, height, rx, ry, count,
-                                                                        1.0f / static_cast<float>(count), vector_io,
-                                                                        shift);
+                                                                        1.0f / static_cast<float>(count), vector_io);
   STREAMBLUR_CHECK_LAUNCH("box_tiled", stream);
 }
 
 template <class T>
-void box(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, int rx, int ry, int shift,
+void box(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, int rx, int ry,
          cudaStream_t stream) {
   if (!box_fits(rx, ry, sizeof(T))) throw std::invalid_argument("register-blocked box: radius too large here");
-  check_shift<T>(shift);
-  if (ry <= 8) launch_box<T, kBoxTileRows, 1>(src, sp, dst, dp, width, height, rx, ry, shift, stream);
-  else launch_box<T, kBoxTileRows, 8>(src, sp, dst, dp, width, height, rx, ry, shift, stream);
+  if (ry <= 8) launch_box<T, kBoxTileRows, 1>(src, sp, dst, dp, width, height, rx, ry, stream);
+  else launch_box<T, kBoxTileRows, 8>(src, sp, dst, dp, width, height, rx, ry, stream);
 }
 
 bool sliding_fits(bool box, int rx, int ry) {
@@ -745,9 +746,8 @@ template void gauss<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrd
                              const float*, int, int, cudaStream_t);
 template void gauss<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, const float*, int,
                               const float*, int, int, cudaStream_t);
-template void box<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, int, int, int,
-                           cudaStream_t);
-template void box<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, int, int, int,
+template void box<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, int, int, cudaStream_t);
+template void box<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, int, int,
                             cudaStream_t);
 
 }  // namespace streamblur::cuda::tiled

@@ -26,8 +26,8 @@ bool gauss_fits(int rx, int ry, std::size_t sample_bytes);
 bool box_fits(int rx, int ry, std::size_t sample_bytes);
 
 // Launch on `stream`; src != dst (tiles read their neighbours' rows). wx, wy:
-// host weights, 2rx+1 and 2ry+1 floats. gauss and box take a sample shift
-// for 16-bit samples holding their value in the high bits (P010: 6; see
+// host weights, 2rx+1 and 2ry+1 floats. gauss takes a sample shift for
+// 16-bit samples holding their value in the high bits (P010: 6; see
 // detail::to_high_bits), 0 otherwise. Throw std::invalid_argument where the
 // *_fits check fails or the shift is out of range, CudaError on a launch failure.
 template <class T>
@@ -39,6 +39,6 @@ void sliding(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_
              const float* wx, int rx, const float* wy, int ry, cudaStream_t stream);
 template <class T>
 void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height, int rx,
-         int ry, int shift, cudaStream_t stream);
+         int ry, cudaStream_t stream);
 
 }  // namespace streamblur::cuda::tiled

@@ -298,6 +298,14 @@ bool FilterChain::launch_graph(const GraphKey& key, std::span<const int> planes,
                                cudaStream_t stream) {
   if (!graphs_on_ || !graph_safe_ || planes.empty()) return false;
   if (stream == nullptr || stream == cudaStreamLegacy) return false;  // the legacy stream cannot be captured
+  auto find = [&] { return std::find_if(graphs_.begin(), graphs_.end(), [&](const CachedGraph& g) { return g.key == key; }); };
+  // Planes whose work was found to be one launch run directly: nothing more
+  // to check (the capture, device and scratch checks below cost a call's
+  // host time three driver queries).
+  if (const auto it = find(); it != graphs_.end() && it->direct) {
+    it->used = ++graph_clock_;
+    return false;
+  }
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
   if (status != cudaStreamCaptureStatusNone) return false;  // the caller's capture: our launches join its graph
@@ -312,7 +320,7 @@ bool FilterChain::launch_graph(const GraphKey& key, std::span<const int> planes,
     branch_device_ = -1;
   }
   ++graph_clock_;
-  const auto it = std::find_if(graphs_.begin(), graphs_.end(), [&](const CachedGraph& g) { return g.key == key; });
+  const auto it = find();
   if (it == graphs_.end()) {  // first call on these planes: launch directly (it may allocate), remember them
     constexpr std::size_t kGraphs = 16;
     if (graphs_.size() >= kGraphs)

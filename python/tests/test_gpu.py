@@ -270,3 +270,37 @@ def test_arrays_dropped_while_work_is_queued_stay_alive(cupy):
     s.synchronize()
     assert max_diff(cp.asnumpy(out), want) <= 1
     del junk
+
+
+def test_held_arrays_are_let_go_per_stream(cupy):
+    # The module holds each call's arrays until its work has run, and lets
+    # go of a stream's calls together once the newest of them has run
+    # (streams run in order): calls on a stream that has finished are let go
+    # while a call queued behind a long kernel on another stream is kept.
+    cp = cupy
+    spin = cp.RawKernel(
+        r"""extern "C" __global__ void spin(long long cycles) {
+              const long long t0 = clock64();
+              while (clock64() - t0 < cycles) {}
+            }""",
+        "spin",
+    )
+    slow = cp.cuda.Stream(non_blocking=True)
+    fast = cp.cuda.Stream(non_blocking=True)
+    big = cp.asarray(pattern((300, 400), np.uint8, seed=8))
+    big_out = cp.empty_like(big)
+    small = cp.asarray(pattern((64, 64), np.uint8, seed=9))
+    outs = [cp.empty_like(small) for _ in range(3)]
+    cp.cuda.Device().synchronize()
+    assert streamblur._ext.release_queued_calls(False) == 0
+    spin((1,), (1,), (np.int64(1_000_000_000),), stream=slow)  # about half a second
+    streamblur.gaussian_blur(big, 3.0, out=big_out, stream=slow)  # queued behind it
+    for out in outs:
+        streamblur.gaussian_blur(small, 1.0, out=out, stream=fast)
+    fast.synchronize()
+    assert streamblur._ext.release_queued_calls(False) == 1, "the slow stream's call is kept, the others let go"
+    slow.synchronize()
+    assert streamblur._ext.release_queued_calls(False) == 0
+    want = streamblur.gaussian_blur(cp.asnumpy(small), 1.0, backend="cpu")
+    for out in outs:
+        assert max_diff(cp.asnumpy(out), want) <= 1

@@ -52,8 +52,8 @@ class GaussianBlur {
   // (P010: 6): apply() blurs the values (v >> shift) and writes its results
   // shifted back up, low bits zero, bit for bit as shifting the plane down,
   // blurring it and shifting it up would, without those two passes where the
-  // kernels take the shift (the register and wide paths; the others shift
-  // around the blur). 0..15; an 8-bit apply() with a shift throws.
+  // kernels take the shift (the register and wide Gaussians; the other
+  // kernels shift around the blur). 0..15; an 8-bit apply() with a shift throws.
   void set_sample_shift(int shift);
   // The kernels apply() runs for a width x height plane of `channels` samples
   // of `sample_bytes` on the current device, after the fall-backs (never Auto).
@@ -78,7 +78,7 @@ class BoxBlur {
   int radius_y() const noexcept { return radius_y_; }
   void reserve(int width, int height, int channels);
   void set_path(BlurPath path) noexcept { path_ = path; }
-  void set_sample_shift(int shift);  // as GaussianBlur's (the register path takes it)
+  void set_sample_shift(int shift);  // as GaussianBlur's (the box kernels shift around the blur)
   BlurPath path_taken(int width, int height, int channels, std::size_t sample_bytes) const;  // as GaussianBlur's
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
   std::size_t device_bytes() const noexcept { return scratch_.size(); }
