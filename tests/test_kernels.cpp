@@ -950,6 +950,32 @@ TEST(CudaBlur, RacecheckSet) {
   gpu_box_case<uint16_t>({131, 70}, 2, 9);
   gpu_gauss_case<uint16_t>({131, 40}, 2, 1.0);
   gpu_gauss_case<uint8_t>({600, 70}, 1, 15.0);  // wide (and every other path)
+  // 8-bit pairs (the tensor kernel's two-channel tiles, 2 and 4 blocks of
+  // taps) and a 16-bit plane with P010's shift (the register and wide
+  // kernels' masked conversions).
+  gpu_gauss_case<uint8_t>({131, 70}, 2, 1.0);
+  gpu_gauss_case<uint8_t>({131, 70}, 2, 3.0);
+  for (cuda::BlurPath path : {cuda::BlurPath::Register, cuda::BlurPath::Wide}) {
+    SCOPED_TRACE(path_label(path));
+    auto src = random_image<uint16_t>(260, 70, 1, fresh_seed(), 65535);
+    HostImage<uint16_t> values(260, 70, 1);
+    for (std::size_t i = 0; i < src.buf.size(); ++i) values.buf[i] = static_cast<uint16_t>(src.buf[i] >> 6);
+    cuda::GaussianBlur blur(2.0);
+    blur.set_path(path);
+    // The same blur without the shift on the values, shifted up: bit for bit
+    // what the shifted blur must give (SampleShiftEveryPath).
+    cuda::CudaStream stream;
+    DeviceImage<uint16_t> d_values(260, 70, 1), d_plain(260, 70, 1);
+    d_values.upload(values);
+    blur.apply<uint16_t>(Plane<const uint16_t>(d_values.plane()), d_plain.plane(), stream.get());
+    stream.synchronize();
+    HostImage<uint16_t> want = d_plain.download();
+    for (uint16_t& v : want.buf) v = static_cast<uint16_t>(v << 6);
+    blur.set_sample_shift(6);
+    gpu_case<uint16_t>(src, want, 0, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) {
+      blur.apply<uint16_t>(a, b, st);
+    });
+  }
 }
 
 // Plane starts and pitches that are not multiples of 4 samples take the
