@@ -291,9 +291,14 @@ def test_held_arrays_are_let_go_per_stream(cupy):
     big_out = cp.empty_like(big)
     small = cp.asarray(pattern((64, 64), np.uint8, seed=9))
     outs = [cp.empty_like(small) for _ in range(3)]
+    # First calls on these shapes configure their chains (cudaMalloc, which
+    # waits for the whole device): make them before the long kernel.
+    streamblur.gaussian_blur(big, 3.0, out=big_out, stream=slow)
+    streamblur.gaussian_blur(small, 1.0, out=outs[0], stream=fast)
     cp.cuda.Device().synchronize()
     assert streamblur._ext.release_queued_calls(False) == 0
-    spin((1,), (1,), (np.int64(1_000_000_000),), stream=slow)  # about half a second
+    with slow:  # a RawKernel runs on the current stream
+        spin((1,), (1,), (np.int64(1_000_000_000),))  # about half a second
     streamblur.gaussian_blur(big, 3.0, out=big_out, stream=slow)  # queued behind it
     for out in outs:
         streamblur.gaussian_blur(small, 1.0, out=out, stream=fast)
