@@ -292,7 +292,6 @@ constexpr unsigned long long kNoStream = ~0ULL;
 struct CachedChain {
   std::mutex in_use;
   FilterChain chain;
-  int device = 0;
   cuda::DeviceBuffer staging;  // host images: the packed device copy they are blurred in (grows, never shrinks)
   std::size_t staging_bytes = 0;
   std::shared_ptr<cuda::CudaEvent> last_use = std::make_shared<cuda::CudaEvent>();
@@ -332,7 +331,6 @@ std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const Frame
       return lru.back().second;
     }
   auto entry = std::make_shared<CachedChain>();
-  entry->device = device;
   entry->chain = FilterChain(parse_filter_chain(spec));
   entry->chain.configure(layout, Backend::Cuda);  // weights and scratch on the current device
   ++g_chains_configured;
