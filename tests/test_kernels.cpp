@@ -756,11 +756,12 @@ void check_forced_path(Blur& blur, cuda::BlurPath path, bool taken, const HostIm
 }
 
 // The running sums: radii from 0 to 4096 in either direction, windows far
-// larger than the plane, rows that take each of the row kernel's block sizes
-// (up to 2048, 4096 and 8192 pixels), one and two channels, 8 and 16 bits,
-// 32- and 64-bit row sums, planes of 1 to 200 rows (bands and 64-row
-// segments cut at every place), in place and not, 256-byte pitches. Exact
-// against the reference.
+// larger than the plane, rows that take each of the band kernel's block sizes
+// (up to 2048, 4096 and 8192 samples), one and two channels, 8 and 16 bits,
+// 32- and 64-bit row sums, planes of 1 to 2500 rows (bands, steps of rows
+// and 32-row segments cut at every place; the tall ones have bands whose
+// length is not a whole number of steps), in place and not, 256-byte
+// pitches. Exact against the reference.
 TEST(CudaBlur, RunningBoxAnyRadius) {
   REQUIRE_GPU();
   struct Case { Size s; int channels; int bytes; int rx, ry; };
@@ -771,6 +772,7 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
       {{2049, 19}, 2, 1, 5, 21},   {{4100, 9}, 1, 2, 40, 2},   {{8192, 3}, 1, 1, 2, 5},
       {{90, 150}, 1, 2, 300, 300},  // 64-bit row sums
       {{33, 40}, 1, 1, 4096, 7},   {{40, 33}, 2, 1, 0, 4096},
+      {{64, 2500}, 1, 1, 9, 700},  {{37, 2300}, 2, 2, 3, 40},  {{1001, 1061}, 1, 2, 150, 31},
   };
   for (const Case& c : cases) {
     const unsigned seed = fresh_seed();

@@ -6,29 +6,33 @@
 // each costing the same per sample whatever the radius:
 //
 // 1. segment_sums: the sum of each column over each segment of 32 rows.
-// 2. band_prefixes: the plane is cut into bands of L rows (L chosen so that
-//    the row kernel fills the GPU). Each thread owns one column and one
-//    segment; from the segment sums above it, it knows the column's prefix
-//    sum Q(y) (the sum of rows < y) at its segment's first row, walks the
-//    segment's rows and writes Q at the rows where some band's first window
-//    starts or ends: Q(b L + ry + 1) and Q(b L - ry), and Q(H) at the end.
-// 3. box_rows: one block per band, its threads across the whole row. Each
-//    thread owns columns; the window's column sum at the band's first row is
-//    Q(y0 + ry + 1) - Q(y0 - ry) (rows outside the plane are the edge row
-//    repeated, so Q extends linearly beyond both ends), and each later row adds
-//    the row entering the window and subtracts the row leaving it. Per row,
-//    the block scans the column sums into a row prefix P in shared memory
-//    (cub::BlockScan) and each output is P(x + rx + 1) - P(x - rx), P extended
-//    linearly past the row's ends the same way.
+// 2. scan_segments: those sums scanned down each column, in place, so that
+//    entry k is the column's prefix sum Q(32 k) (the sum of the rows above
+//    row 32 k), and one more entry holds Q(height).
+// 3. box_bands: the plane is cut into bands of L rows (L chosen so that the
+//    kernel fills the GPU once), one block per band, its threads across the
+//    whole row, each owning 8 consecutive samples. A thread starts its
+//    columns' window sums at the band's first row y0 from two prefixes,
+//    Q(y0 + ry + 1) - Q(y0 - ry); each prefix is a scanned segment entry plus
+//    at most 31 rows (rows outside the plane are the edge row repeated, so Q
+//    extends linearly beyond both ends). Then it slides the sums down the
+//    band in registers, a row entering and a row leaving the window per row,
+//    loaded (8 samples in one load) a step ahead. G rows at a time (G = 1 by
+//    default; see STREAMBLUR_RUNNING_STEP), the block scans the column sums
+//    into G row prefixes P in shared memory (one cub::BlockScan over G x
+//    channels sums), and each output is P(x + rx + 1) - P(x - rx), P extended
+//    linearly past the row's ends the same way; a thread writes 4 consecutive
+//    outputs with one store, reading their 8 prefixes with four 16-byte loads
+//    where the window lies inside the row.
 //
 // All sums are exact integers. Column sums are 32-bit (at most 8193 x 65535);
 // the row prefix is 32-bit where the whole window's sum fits and 64-bit
 // otherwise. The prefixes may wrap modulo 2^32 (2^64): only their differences,
 // which are true window sums and fit, are used.
 //
-// Global traffic per sample: the three kernels read the source four times
-// (once from memory, the rest mostly from L2) and write it once, plus the
-// band-edge prefixes (8 bytes per column per band).
+// Global traffic per sample: the source is read once from memory (segment
+// sums) and about three more times, mostly from L2 (a row entering, a row
+// leaving, and the rows the band starts add up); the output is written once.
 #include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
 
@@ -51,10 +55,10 @@ using detail::row_ptr;
 
 constexpr int kSegmentRows = 32;
 constexpr int kColumnThreads = 256;
-constexpr int kMinBandRows = 4;
-constexpr int kPixelsPerThread = 8;  // row kernel: pixels each thread scans
-// An upper bound on the row kernel's static shared memory (cub's scan storage).
-constexpr std::size_t kStaticShared = 2048;
+constexpr int kScanBatch = 34;   // scan_segments: loads in flight per thread (a 1080- or 2160-row plane in 1 or 2 batches)
+constexpr int kItems = 8;        // box_bands: consecutive samples per thread
+// An upper bound on box_bands' static shared memory (cub's scan storage).
+constexpr std::size_t kStaticShared = 4096;
 
 // V consecutive samples of a row: one 4- or 8-byte load where the caller
 // checked alignment (V = 4), else one sample (V = 1); then as 32-bit values.
@@ -119,62 +123,32 @@ segment_sums(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int h
   for (int j = 0; j < V; ++j) seg[static_cast<std::size_t>(blockIdx.y) * samples + s + j] = sum[j];
 }
 
-// ---- 2. Column prefixes at the rows where the bands' first windows start
-// and end. qa[b]: Q(b L + ry + 1); qb[b]: Q(b L - ry); written where that row
-// lies in [0, height). qh: Q(height).
-template <class T, int V>
+// ---- 2. Scan the segment sums down each column, in place: entry k becomes
+// Q(32 k), and entry `segments` Q(height). Loads go out kScanBatch at a time
+// (the walk is short but serial).
 __global__ void __launch_bounds__(kColumnThreads)
-band_prefixes(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int height, int band_rows, int bands,
-              int ry, const uint32_t* __restrict__ seg, uint32_t* __restrict__ qa, uint32_t* __restrict__ qb,
-              uint32_t* __restrict__ qh) {
-  const int s = (blockIdx.x * kColumnThreads + threadIdx.x) * V;
+scan_segments(uint32_t* __restrict__ seg, int samples, int segments) {
+  const int s = blockIdx.x * kColumnThreads + threadIdx.x;
   if (s >= samples) return;
-  const int k = blockIdx.y;
-  const int y0 = k * kSegmentRows, y1 = min(height, y0 + kSegmentRows);
-  const SegmentRows<T, V> rows(src, pitch, s, y0, y1);  // in flight while the offsets add up
-  uint32_t q[V] = {};  // Q(y), modulo 2^32
-#pragma unroll 8
-  for (int i = 0; i < k; ++i) {
-    const uint32_t* p = seg + static_cast<std::size_t>(i) * samples + s;
-    if constexpr (V == 4) {
-      const uint4 w = *reinterpret_cast<const uint4*>(p);
-      q[0] += w.x; q[1] += w.y; q[2] += w.z; q[3] += w.w;
-    } else {
-      q[0] += p[0];
-    }
+  uint32_t run = 0;
+  for (int k0 = 0; k0 < segments; k0 += kScanBatch) {
+    uint32_t v[kScanBatch];
+#pragma unroll
+    for (int i = 0; i < kScanBatch; ++i)
+      if (k0 + i < segments) v[i] = seg[static_cast<std::size_t>(k0 + i) * samples + s];
+#pragma unroll
+    for (int i = 0; i < kScanBatch; ++i)
+      if (k0 + i < segments) {
+        seg[static_cast<std::size_t>(k0 + i) * samples + s] = run;
+        run += v[i];
+      }
   }
-  // The first band whose row b L + ry + 1 (resp. b L - ry) is >= y0.
-  int ba = y0 - ry - 1 <= 0 ? 0 : (y0 - ry - 1 + band_rows - 1) / band_rows;
-  int ya = ba * band_rows + ry + 1;
-  int bb = (y0 + ry + band_rows - 1) / band_rows;
-  int yb = bb * band_rows - ry;
-  // At row `at` of band b, store the prefix into `out` and move on to the
-  // next band's row.
-  auto store_band = [&](int y, int& at, int& b, uint32_t* __restrict__ out) {
-    if (y != at) return;
-    if (b < bands)
-#pragma unroll
-      for (int j = 0; j < V; ++j) out[static_cast<std::size_t>(b) * samples + s + j] = q[j];
-    ++b;
-    at += band_rows;
-  };
-#pragma unroll
-  for (int r = 0; r < kSegmentRows; ++r) {
-    if (r >= rows.count) break;
-    const int y = y0 + r;
-    store_band(y, ya, ba, qa);
-    store_band(y, yb, bb, qb);
-    uint32_t v[V];
-    unpack<V>(rows.raw[r], v);
-#pragma unroll
-    for (int j = 0; j < V; ++j) q[j] += v[j];
-  }
-  if (y1 == height)
-#pragma unroll
-    for (int j = 0; j < V; ++j) qh[s + j] = q[j];
+  seg[static_cast<std::size_t>(segments) * samples + s] = run;
 }
 
 // ---- 3. One band of rows per block.
+
+// G x C sums scanned together (G rows of C channels).
 template <class Acc, int C>
 struct Vec {
   Acc v[C];
@@ -215,147 +189,287 @@ template <class Acc> struct Quotient;
 template <> struct Quotient<uint32_t> { using Inv = Divider; };
 template <> struct Quotient<unsigned long long> { using Inv = double; };
 
-// Dynamic shared memory of the row kernel: the prefix (Acc) of a row of
-// kBlock * kPixelsPerThread pixels plus its total, then the column sums.
+
+// A thread's kItems consecutive samples of a row, packed into 32-bit words.
+template <class T>
+struct Samples {
+  static constexpr int kPer = 4 / sizeof(T);
+  static constexpr uint32_t kMask = sizeof(T) == 1 ? 0xffu : 0xffffu;
+  uint32_t w[kItems / kPer];
+  __device__ __forceinline__ uint32_t operator[](int i) const { return (w[i / kPer] >> (8 * sizeof(T) * (i % kPer))) & kMask; }
+};
+
+// `whole`: the samples lie inside the row and one vector load may fetch them.
+template <class T>
+__device__ __forceinline__ Samples<T> load_samples(const T* row, int s0, int samples, bool whole) {
+  Samples<T> r;
+  if (whole) {
+    if constexpr (sizeof(T) == 1) {
+      const uint2 v = *reinterpret_cast<const uint2*>(row + s0);
+      r.w[0] = v.x; r.w[1] = v.y;
+    } else {
+      const uint4 v = *reinterpret_cast<const uint4*>(row + s0);
+      r.w[0] = v.x; r.w[1] = v.y; r.w[2] = v.z; r.w[3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kItems / Samples<T>::kPer; ++j) r.w[j] = 0;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i)
+      if (s0 + i < samples)
+        r.w[i / Samples<T>::kPer] |= static_cast<uint32_t>(row[s0 + i]) << (8 * sizeof(T) * (i % Samples<T>::kPer));
+  }
+  return r;
+}
+
+// Entries of one row prefix in shared memory: kCapacity + C, rounded up to 16 bytes.
 template <class Acc>
-__host__ __device__ constexpr std::size_t prefix_bytes(int capacity) {
-  return (static_cast<std::size_t>(capacity) * sizeof(Acc) + 15) / 16 * 16;
+__host__ __device__ constexpr int prefix_stride(int entries) {
+  return (entries * static_cast<int>(sizeof(Acc)) + 15) / 16 * 16 / static_cast<int>(sizeof(Acc));
+}
+
+// Rows scanned together (G): the knob, at most 2 where more prefix rows would
+// not fit the shared memory (64-bit sums on the widest rows) or the registers
+// (1024 threads).
+// Tuning knobs for benchmarks (.gpu/prof builds variants with -D): rows per
+// scan (G), blocks per multiprocessor the registers must allow (512-thread
+// blocks), and the 4-sample outputs. GPU run 72, 4K 8-bit r = 60, box_bands
+// alone: G = 1, 2 blocks: 38.9 us; G = 2, 2 blocks: 40.2; G = 4, 1 block
+// (128 registers): 46.2; one sample per output store: +4-10%.
+#ifndef STREAMBLUR_RUNNING_STEP
+#define STREAMBLUR_RUNNING_STEP 1
+#endif
+#ifndef STREAMBLUR_RUNNING_MIN_BLOCKS
+#define STREAMBLUR_RUNNING_MIN_BLOCKS 2
+#endif
+template <class Acc, int kBlock>
+constexpr int rows_per_step() {
+  return sizeof(Acc) == 8 || kBlock == 1024 ? std::min(2, STREAMBLUR_RUNNING_STEP) : STREAMBLUR_RUNNING_STEP;
+}
+
+// G prefix rows, and 8 entries past the last one that the 4-output loads may
+// touch (their values unused).
+template <class Acc, int C, int kBlock>
+constexpr std::size_t band_shared_bytes() {
+  return (static_cast<std::size_t>(rows_per_step<Acc, kBlock>()) * prefix_stride<Acc>(kBlock * kItems + C) + 8) *
+         sizeof(Acc);
+}
+
+#ifndef STREAMBLUR_RUNNING_VEC_OUT  // a tuning knob for benchmarks
+#define STREAMBLUR_RUNNING_VEC_OUT 1
+#endif
+
+// P[i .. i + 3] of a prefix row (16-byte aligned): two aligned 16-byte loads
+// and a select by i % 4, which is the same across a warp.
+__device__ __forceinline__ void load4(const uint32_t* P, int i, uint32_t (&v)[4]) {
+  const int m = i & 3;
+  const uint4 a = *reinterpret_cast<const uint4*>(P + (i & ~3));
+  if (m == 0) {
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    return;
+  }
+  const uint4 b = *reinterpret_cast<const uint4*>(P + (i & ~3) + 4);
+  if (m == 1) { v[0] = a.y; v[1] = a.z; v[2] = a.w; v[3] = b.x; }
+  else if (m == 2) { v[0] = a.z; v[1] = a.w; v[2] = b.x; v[3] = b.y; }
+  else { v[0] = a.w; v[1] = b.x; v[2] = b.y; v[3] = b.z; }
+}
+__device__ __forceinline__ void load4(const unsigned long long* P, int i, unsigned long long (&v)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) v[j] = P[i + j];
+}
+template <class T>
+__device__ __forceinline__ void store4(T* o, const uint32_t (&v)[4]) {
+  if constexpr (sizeof(T) == 1) *reinterpret_cast<uint32_t*>(o) = v[0] | v[1] << 8 | v[2] << 16 | v[3] << 24;
+  else *reinterpret_cast<uint2*>(o) = make_uint2(v[0] | v[1] << 16, v[2] | v[3] << 16);
 }
 
 template <class T, class Acc, int C, int kBlock>
-__global__ void __launch_bounds__(kBlock)
-box_rows(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
-         int width, int height, int rx, int ry, int band_rows, const uint32_t* __restrict__ qa,
-         const uint32_t* __restrict__ qb, const uint32_t* __restrict__ qh, Acc count,
-         typename Quotient<Acc>::Inv inv_count) {
-  using V = Vec<Acc, C>;
-  using Scan = cub::BlockScan<V, kBlock, cub::BLOCK_SCAN_WARP_SCANS>;
-  constexpr int kItems = kPixelsPerThread * C;  // consecutive samples a thread scans (a multiple of 4)
-  constexpr int kCapacity = kBlock * kItems;    // samples a row may have
+__global__ void __launch_bounds__(kBlock, kBlock == 1024 ? 1 : STREAMBLUR_RUNNING_MIN_BLOCKS)
+box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
+          int width, int height, int rx, int ry, int band_rows, bool aligned, bool out_aligned, const uint32_t* __restrict__ q,
+          int segments, Acc count, typename Quotient<Acc>::Inv inv_count) {
+  constexpr int G = rows_per_step<Acc, kBlock>();
+  using Sum = Vec<Acc, G * C>;
+  using Scan = cub::BlockScan<Sum, kBlock, cub::BLOCK_SCAN_WARP_SCANS>;
+  constexpr int kCapacity = kBlock * kItems;  // samples a row may have
+  constexpr int kStride = prefix_stride<Acc>(kCapacity + C);
   __shared__ typename Scan::TempStorage scan_storage;
-  __shared__ uint32_t edges[2][C];  // the row's first and last pixels' column sums
   extern __shared__ __align__(16) unsigned char smem[];
+  Acc* prefix = reinterpret_cast<Acc*>(smem);  // G rows of kStride entries
   const int samples = width * C;
-  Acc* prefix = reinterpret_cast<Acc*>(smem);  // kCapacity + C entries
-  uint32_t* sums = reinterpret_cast<uint32_t*>(smem + prefix_bytes<Acc>(kCapacity + C));  // kCapacity
-  const int t = threadIdx.x;
+  const int t = threadIdx.x, s0 = t * kItems;
+  const bool active = s0 < samples;
+  const bool whole = aligned && s0 + kItems <= samples;                      // one load per row
+  const bool q_whole = samples % 4 == 0 && s0 + kItems <= samples;           // two 16-byte loads per prefix
   const int y0 = blockIdx.x * band_rows, y1 = min(height, y0 + band_rows);
-  const std::size_t band = blockIdx.x;
+  auto row = [&](int y) { return row_ptr(src, src_pitch, y); };
 
-  // The window's column sums at row y0, from the band-edge prefixes; they
-  // stay in shared memory and slide down the band there. Past the row's end
-  // they stay 0 for the scan.
-  const T* first = src;
-  const T* last = row_ptr(src, src_pitch, height - 1);
-  auto q_at = [&](int y, const uint32_t* q, int s) -> uint32_t {
-    if (y <= 0) return static_cast<uint32_t>(y) * first[s];  // edge row repeated above the plane
-    if (y >= height) return qh[s] + static_cast<uint32_t>(y - height) * last[s];
-    return q[band * samples + s];
+  // Q(y) for the thread's samples (a segment entry plus the rows after it).
+  auto column_prefix = [&](int y, uint32_t (&out)[kItems]) {
+    auto load_q = [&](int k) {
+      const uint32_t* p = q + static_cast<std::size_t>(k) * samples + s0;
+      if (q_whole) {
+        const uint4 a = reinterpret_cast<const uint4*>(p)[0], b = reinterpret_cast<const uint4*>(p)[1];
+        out[0] = a.x; out[1] = a.y; out[2] = a.z; out[3] = a.w; out[4] = b.x; out[5] = b.y; out[6] = b.z; out[7] = b.w;
+      } else {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) out[i] = s0 + i < samples ? p[i] : 0u;
+      }
+    };
+    if (y <= 0) {  // the first row repeated above the plane
+      const Samples<T> v = load_samples(row(0), s0, samples, whole);
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) out[i] = static_cast<uint32_t>(y) * v[i];
+      return;
+    }
+    if (y >= height) {  // the last row repeated below it
+      load_q(segments);
+      const Samples<T> v = load_samples(row(height - 1), s0, samples, whole);
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) out[i] += static_cast<uint32_t>(y - height) * v[i];
+      return;
+    }
+    const int k = y / kSegmentRows;
+    load_q(k);
+#pragma unroll 8
+    for (int r = k * kSegmentRows; r < y; ++r) {
+      const Samples<T> v = load_samples(row(r), s0, samples, whole);
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) out[i] += v[i];
+    }
   };
-  for (int s = t; s < kCapacity; s += kBlock)
-    sums[s] = s < samples ? q_at(y0 + ry + 1, qa, s) - q_at(y0 - ry, qb, s) : 0u;
 
-  // The samples entering and leaving the window at the next row, loaded a row
-  // ahead so that their latency hides behind this row's scan and outputs.
-  constexpr int kOwned = kItems;  // samples t, t + kBlock, ...
-  T entering[kOwned], leaving[kOwned];
+  uint32_t sums[kItems] = {};  // the window's column sums at the current row
+  if (active) {
+    uint32_t a[kItems], b[kItems];
+    column_prefix(y0 + ry + 1, a);
+    column_prefix(y0 - ry, b);
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) sums[i] = a[i] - b[i];
+  }
+
+  // The rows entering and leaving the window at rows y .. y + G - 1, loaded a
+  // step ahead so that their latency hides behind a step's scan and outputs.
+  Samples<T> entering[G], leaving[G];
   auto fetch = [&](int y) {
-    const T* in = row_ptr(src, src_pitch, min(y + ry, height - 1));
-    const T* out = row_ptr(src, src_pitch, max(y - ry - 1, 0));
 #pragma unroll
-    for (int k = 0; k < kOwned; ++k) {
-      const int s = t + k * kBlock;
-      if (s < samples) {
-        entering[k] = in[s];
-        leaving[k] = out[s];
-      }
+    for (int g = 0; g < G; ++g) {
+      entering[g] = load_samples(row(min(y + g + ry, height - 1)), s0, samples, whole);
+      leaving[g] = load_samples(row(min(max(y + g - ry - 1, 0), height - 1)), s0, samples, whole);
     }
   };
-  if (y0 + 1 < y1) fetch(y0 + 1);
+  fetch(y0);  // zeros past the row's end, as the scan needs
 
-  for (int y = y0; y < y1; ++y) {
-    if (y > y0) {
+  for (int y = y0; y < y1; y += G) {
+    uint32_t rows[G][kItems];  // column sums at rows y .. y + G - 1
 #pragma unroll
-      for (int k = 0; k < kOwned; ++k) {
-        const int s = t + k * kBlock;
-        if (s < samples) sums[s] += static_cast<uint32_t>(entering[k]) - static_cast<uint32_t>(leaving[k]);
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        if (y + g > y0) sums[i] += entering[g][i] - leaving[g][i];
+        rows[g][i] = sums[i];
       }
-      if (y + 1 < y1) fetch(y + 1);
-    }
-    __syncthreads();
+    if (y + G < y1) fetch(y + G);
 
-    // Exclusive prefix of the column sums along the row, per channel: each
-    // thread takes kItems consecutive samples (16-byte shared loads/stores).
-    uint32_t item[kItems];
+    // Exclusive prefixes of the G rows' column sums along the row, per channel.
+    Sum total{};
 #pragma unroll
-    for (int q = 0; q < kItems / 4; ++q) {
-      const uint4 w = reinterpret_cast<const uint4*>(sums + t * kItems)[q];
-      item[4 * q] = w.x; item[4 * q + 1] = w.y; item[4 * q + 2] = w.z; item[4 * q + 3] = w.w;
-    }
-    V total{};
+    for (int g = 0; g < G; ++g)
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) total.v[i % C] += item[i];
-    V run, aggregate;
-    Scan(scan_storage).ExclusiveScan(total, run, V{}, VecAdd<Acc, C>{}, aggregate);
-    Acc out_prefix[kItems];
+      for (int i = 0; i < kItems; ++i) total.v[g * C + i % C] += rows[g][i];
+    Sum run, aggregate;
+    Scan(scan_storage).ExclusiveScan(total, run, Sum{}, VecAdd<Acc, G * C>{}, aggregate);
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      out_prefix[i] = run.v[i % C];
-      run.v[i % C] += item[i];
-    }
-    if constexpr (sizeof(Acc) == 4) {
+    for (int g = 0; g < G; ++g) {
+      Acc p[kItems];
 #pragma unroll
-      for (int q = 0; q < kItems / 4; ++q)
-        reinterpret_cast<uint4*>(prefix + t * kItems)[q] =
-            make_uint4(out_prefix[4 * q], out_prefix[4 * q + 1], out_prefix[4 * q + 2], out_prefix[4 * q + 3]);
-    } else {
+      for (int i = 0; i < kItems; ++i) {
+        p[i] = run.v[g * C + i % C];
+        run.v[g * C + i % C] += rows[g][i];
+      }
+      Acc* out = prefix + g * kStride + s0;
+      if constexpr (sizeof(Acc) == 4) {
+        reinterpret_cast<uint4*>(out)[0] = make_uint4(p[0], p[1], p[2], p[3]);
+        reinterpret_cast<uint4*>(out)[1] = make_uint4(p[4], p[5], p[6], p[7]);
+      } else {
 #pragma unroll
-      for (int q = 0; q < kItems / 2; ++q)
-        reinterpret_cast<ulonglong2*>(prefix + t * kItems)[q] = make_ulonglong2(out_prefix[2 * q], out_prefix[2 * q + 1]);
+        for (int j = 0; j < kItems / 2; ++j) reinterpret_cast<ulonglong2*>(out)[j] = make_ulonglong2(p[2 * j], p[2 * j + 1]);
+      }
     }
     if (t == 0)
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
-        prefix[kCapacity + c] = aggregate.v[c];  // the total, when the row fills the capacity
-        edges[0][c] = sums[c];
-        edges[1][c] = sums[(width - 1) * C + c];
-      }
+      for (int g = 0; g < G; ++g)
+#pragma unroll
+        for (int c = 0; c < C; ++c) prefix[g * kStride + kCapacity + c] = aggregate.v[g * C + c];  // a full row's total
     __syncthreads();
 
-    // Each output: P(x + rx + 1) - P(x - rx), P extended past the row's ends
-    // by the edge pixel's column sum. P(width) is the total (the prefix past
-    // the row's last pixel, where the column sums are 0).
-    T* o = row_ptr(dst, dst_pitch, y);
-    const Acc* total_at = prefix + (samples == kCapacity ? kCapacity : samples);
-#pragma unroll 4
-    for (int s = t; s < samples; s += kBlock) {
-      const int x = s / C, c = s - x * C;
-      auto p_at = [&](int i) -> Acc {
-        if (i <= 0) return static_cast<Acc>(static_cast<long long>(i)) * static_cast<Acc>(edges[0][c]);
-        if (i >= width) return total_at[c] + static_cast<Acc>(i - width) * static_cast<Acc>(edges[1][c]);
-        return prefix[i * C + c];
+    // Each output: P(x + rx + 1) - P(x - rx). P(width) is the row's total (the
+    // entry past its last sample); past the ends P grows by the edge pixel's
+    // column sum, P(1) - P(0) on the left (P(0) = 0), P(width) - P(width - 1)
+    // on the right.
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      if (y + g >= y1) break;
+      const Acc* P = prefix + g * kStride;
+      T* o = row_ptr(dst, dst_pitch, y + g);
+      auto p_at = [&](int i, int c) -> Acc {
+        if (i <= 0) return static_cast<Acc>(static_cast<long long>(i)) * P[C + c];
+        const Acc total = P[samples + c];
+        if (i >= width) return total + static_cast<Acc>(i - width) * (total - P[samples - C + c]);
+        return P[i * C + c];
       };
-      const Acc sum = p_at(x + rx + 1) - p_at(x - rx);
-      o[s] = static_cast<T>(divide_round(sum, count, inv_count));
+      if (STREAMBLUR_RUNNING_VEC_OUT && out_aligned) {
+        // Four consecutive samples per thread and store. Sample s's two
+        // prefixes are the entries s + (rx + 1) C and s - rx C, direct where
+        // both lie in [0, samples + C).
+        const int off_hi = (rx + 1) * C, off_lo = -rx * C;
+        for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
+          Acc hi[4], lo[4];
+          if (s4 + off_lo >= 0 && s4 + off_hi + 3 < samples + C) {
+            load4(P, s4 + off_hi, hi);
+            load4(P, s4 + off_lo, lo);
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const int x = (s4 + j) / C, c = s4 + j - x * C;
+              hi[j] = p_at(x + rx + 1, c);
+              lo[j] = p_at(x - rx, c);
+            }
+          }
+          uint32_t v[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) v[j] = static_cast<uint32_t>(divide_round(hi[j] - lo[j], count, inv_count));
+          store4(o + s4, v);
+        }
+      } else {
+#pragma unroll 4
+        for (int s = t; s < samples; s += kBlock) {
+          const int x = s / C, c = s - x * C;
+          o[s] = static_cast<T>(divide_round(p_at(x + rx + 1, c) - p_at(x - rx, c), count, inv_count));
+        }
+      }
     }
-    // No barrier here: the next row's first one keeps its writes to sums[],
-    // prefix[], edges[] and the scan storage after every thread's outputs.
+    // No barrier here: the next step's scan has one before any thread writes
+    // the prefixes again, and every thread reaches it after its outputs.
   }
 }
 
 // ---- Host side.
 
-// Threads per block of the row kernel for a row of `width` pixels.
-int block_threads(int width) {
-  if (width <= 256 * kPixelsPerThread) return 256;
-  if (width <= 512 * kPixelsPerThread) return 512;
+// Threads per block of the band kernel for a row of `samples` samples.
+int block_threads(int samples) {
+  if (samples <= 256 * kItems) return 256;
+  if (samples <= 512 * kItems) return 512;
   return 1024;
 }
 
-template <class Acc>
-std::size_t row_shared_bytes(int width, int channels) {
-  const int capacity = block_threads(width) * kPixelsPerThread * channels;
-  return prefix_bytes<Acc>(capacity + channels) + static_cast<std::size_t>(capacity) * sizeof(uint32_t);
+template <class Acc, int C>
+std::size_t band_shared_bytes(int samples) {
+  switch (block_threads(samples)) {
+    case 256: return band_shared_bytes<Acc, C, 256>();
+    case 512: return band_shared_bytes<Acc, C, 512>();
+    default: return band_shared_bytes<Acc, C, 1024>();
+  }
 }
 
 bool wide_sums(std::size_t sample_bytes, int rx, int ry) {
@@ -364,48 +478,54 @@ bool wide_sums(std::size_t sample_bytes, int rx, int ry) {
   return max_sample * count + count / 2 >= 4294967296.0;
 }
 
-// Rows per band: enough bands for about two blocks' worth of threads on every
-// multiprocessor, at least kMinBandRows (each band costs 8 bytes of prefixes
-// per column). STREAMBLUR_RUNNING_BAND_ROWS overrides it (benchmark tuning).
-int band_rows(int width, int height) {
+// Rows per band: one wave of blocks (as many as fit at once on every
+// multiprocessor), at least one step. STREAMBLUR_RUNNING_BAND_ROWS overrides
+// it (benchmark tuning).
+int band_rows(int height, int blocks_per_sm, int step) {
   static const int forced = [] {
     const char* e = std::getenv("STREAMBLUR_RUNNING_BAND_ROWS");
-    return e ? std::max(kMinBandRows, std::atoi(e)) : 0;
+    return e ? std::max(1, std::atoi(e)) : 0;
   }();
   if (forced > 0) return forced;
-  const int per_sm = std::max(1, 2048 / block_threads(width));
-  const int target = detail::multiprocessors() * per_sm;
-  return std::max(kMinBandRows, (height + target - 1) / target);
+  const int target = detail::multiprocessors() * std::max(1, blocks_per_sm);
+  return std::max(step, (height + target - 1) / target);
 }
 
 template <class T, class Acc, int C, int kBlock>
-void launch_rows(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
-                 int rx, int ry, int rows, int bands, const uint32_t* qa, const uint32_t* qb, const uint32_t* qh,
-                 cudaStream_t stream) {
+void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
+                  int rx, int ry, const uint32_t* q, int segments, cudaStream_t stream) {
   static std::atomic<unsigned long long> opted{0};
-  auto kernel = box_rows<T, Acc, C, kBlock>;
-  static_assert(sizeof(typename cub::BlockScan<Vec<Acc, C>, kBlock, cub::BLOCK_SCAN_WARP_SCANS>::TempStorage) <= kStaticShared);
-  const std::size_t shared = row_shared_bytes<Acc>(width, C);
+  static std::atomic<int> per_sm{0};
+  auto kernel = box_bands<T, Acc, C, kBlock>;
+  static_assert(sizeof(typename cub::BlockScan<Vec<Acc, rows_per_step<Acc, kBlock>() * C>, kBlock,
+                                               cub::BLOCK_SCAN_WARP_SCANS>::TempStorage) <= kStaticShared);
+  constexpr std::size_t shared = band_shared_bytes<Acc, C, kBlock>();
   if (shared + kStaticShared > 48 * 1024) detail::opt_in_shared(kernel, opted, kStaticShared);
+  if (per_sm.load(std::memory_order_relaxed) == 0) {
+    int n = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kBlock, shared));
+    per_sm.store(std::max(1, n), std::memory_order_relaxed);
+  }
+  const int rows = band_rows(height, per_sm.load(std::memory_order_relaxed), rows_per_step<Acc, kBlock>());
+  const int bands = (height + rows - 1) / rows;
   const Acc count = static_cast<Acc>(2 * rx + 1) * static_cast<Acc>(2 * ry + 1);
   typename Quotient<Acc>::Inv inv;
   if constexpr (sizeof(Acc) == 4) inv = make_divider(count);
   else inv = 1.0 / static_cast<double>(count);
-  kernel<<<bands, kBlock, shared, stream>>>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, qa, qb, qh,
-                                            count, inv);
+  const bool aligned = reinterpret_cast<std::uintptr_t>(src) % 16 == 0 && src_pitch % 16 == 0;
+  const bool out_aligned = reinterpret_cast<std::uintptr_t>(dst) % 8 == 0 && dst_pitch % 8 == 0 && width * C % 4 == 0;
+  kernel<<<bands, kBlock, shared, stream>>>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, aligned,
+                                            out_aligned, q, segments, count, inv);
 }
 
 template <class T, class Acc, int C>
-void launch_rows(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
-                 int rx, int ry, int rows, int bands, const uint32_t* qa, const uint32_t* qb, const uint32_t* qh,
-                 cudaStream_t stream) {
-  const int threads = block_threads(width);
-  if (threads == 256)
-    return launch_rows<T, Acc, C, 256>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, bands, qa, qb, qh, stream);
-  if (threads == 512 || C > 1)  // interleaved pairs are at most 4096 pixels wide
-    return launch_rows<T, Acc, C, 512>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, bands, qa, qb, qh, stream);
-  if constexpr (C == 1)
-    launch_rows<T, Acc, C, 1024>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, bands, qa, qb, qh, stream);
+void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
+                  int rx, int ry, const uint32_t* q, int segments, cudaStream_t stream) {
+  switch (block_threads(width * C)) {
+    case 256: return launch_bands<T, Acc, C, 256>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
+    case 512: return launch_bands<T, Acc, C, 512>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
+    default: return launch_bands<T, Acc, C, 1024>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
+  }
 }
 
 }  // namespace
@@ -413,16 +533,18 @@ void launch_rows(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t 
 bool fits(int width, int channels, std::size_t sample_bytes, int rx, int ry) {
   if (channels < 1 || channels > kMaxChannels || width < 1 || width * channels > kMaxSamples) return false;
   if (rx < 0 || ry < 0 || rx > 4096 || ry > 4096 || rx + ry == 0) return false;
-  const std::size_t shared = wide_sums(sample_bytes, rx, ry) ? row_shared_bytes<unsigned long long>(width, channels)
-                                                              : row_shared_bytes<uint32_t>(width, channels);
+  const int samples = width * channels;
+  const bool wide = wide_sums(sample_bytes, rx, ry);
+  const std::size_t shared = channels == 1
+      ? (wide ? band_shared_bytes<unsigned long long, 1>(samples) : band_shared_bytes<uint32_t, 1>(samples))
+      : (wide ? band_shared_bytes<unsigned long long, 2>(samples) : band_shared_bytes<uint32_t, 2>(samples));
   return shared + kStaticShared <= detail::shared_limit();
 }
 
 std::size_t scratch_bytes(int width, int channels, int height) {
   const std::size_t samples = static_cast<std::size_t>(width) * channels;
   const std::size_t segments = (height + kSegmentRows - 1) / kSegmentRows;
-  const std::size_t bands = (height + kMinBandRows - 1) / kMinBandRows;
-  return (segments + 2 * bands + 1) * samples * sizeof(uint32_t);
+  return (segments + 1) * samples * sizeof(uint32_t);
 }
 
 template <class T>
@@ -433,12 +555,7 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
                                 " row does not fit the running-sum kernels");
   const int samples = width * channels;
   const int segments = (height + kSegmentRows - 1) / kSegmentRows;
-  const int rows = band_rows(width, height);
-  const int bands = (height + rows - 1) / rows;
-  uint32_t* seg = static_cast<uint32_t*>(scratch);
-  uint32_t* qa = seg + static_cast<std::size_t>(segments) * samples;
-  uint32_t* qb = qa + static_cast<std::size_t>(bands) * samples;
-  uint32_t* qh = qb + static_cast<std::size_t>(bands) * samples;
+  uint32_t* q = static_cast<uint32_t*>(scratch);
 
   // Four columns per thread where rows allow 4-sample loads.
   const std::size_t vec = 4 * sizeof(T);
@@ -446,25 +563,20 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
                           src_pitch % static_cast<std::ptrdiff_t>(vec) == 0 && samples % 4 == 0;
   const int per_thread = wide_loads ? 4 : 1;
   const dim3 grid((samples / per_thread + kColumnThreads - 1) / kColumnThreads, segments);
-  if (wide_loads) {
-    segment_sums<T, 4><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, seg);
-    STREAMBLUR_CHECK_LAUNCH("segment_sums", stream);
-    band_prefixes<T, 4><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, rows, bands, ry, seg, qa, qb, qh);
-  } else {
-    segment_sums<T, 1><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, seg);
-    STREAMBLUR_CHECK_LAUNCH("segment_sums", stream);
-    band_prefixes<T, 1><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, rows, bands, ry, seg, qa, qb, qh);
-  }
-  STREAMBLUR_CHECK_LAUNCH("band_prefixes", stream);
+  if (wide_loads) segment_sums<T, 4><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, q);
+  else segment_sums<T, 1><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, q);
+  STREAMBLUR_CHECK_LAUNCH("segment_sums", stream);
+  scan_segments<<<(samples + kColumnThreads - 1) / kColumnThreads, kColumnThreads, 0, stream>>>(q, samples, segments);
+  STREAMBLUR_CHECK_LAUNCH("scan_segments", stream);
   const bool wide = wide_sums(sizeof(T), rx, ry);
   if (channels == 1) {
-    if (wide) launch_rows<T, unsigned long long, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, bands, qa, qb, qh, stream);
-    else launch_rows<T, uint32_t, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, bands, qa, qb, qh, stream);
+    if (wide) launch_bands<T, unsigned long long, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
+    else launch_bands<T, uint32_t, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
   } else {
-    if (wide) launch_rows<T, unsigned long long, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, bands, qa, qb, qh, stream);
-    else launch_rows<T, uint32_t, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, bands, qa, qb, qh, stream);
+    if (wide) launch_bands<T, unsigned long long, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
+    else launch_bands<T, uint32_t, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
   }
-  STREAMBLUR_CHECK_LAUNCH("box_rows", stream);
+  STREAMBLUR_CHECK_LAUNCH("box_bands", stream);
 }
 
 template void box<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, int, int, int, void*,
