@@ -950,6 +950,10 @@ TEST(CudaBlur, RacecheckSet) {
   for (int r : {1, 3, 6, 12, 32}) gpu_gauss_case<uint8_t>({260, 70}, 1, std::max(0.5, r / 3.0), r);
   for (int r : {1, 4, 8, 32, 70}) gpu_box_case<uint8_t>({260, 70}, 1, r);  // 70: running sums
   gpu_box_case<uint16_t>({131, 70}, 2, 9);
+  // The running sums' 64-bit row sums and their 1024-thread blocks (rows
+  // over 4096 samples).
+  gpu_box_case<uint16_t>({131, 40}, 1, 200);
+  gpu_box_case<uint8_t>({4100, 6}, 1, 40);
   gpu_gauss_case<uint16_t>({131, 40}, 2, 1.0);
   gpu_gauss_case<uint8_t>({600, 70}, 1, 15.0);  // wide (and every other path)
   // 8-bit pairs (the tensor kernel's two-channel tiles, 2 and 4 blocks of

@@ -5,17 +5,18 @@
 // [y - ry, y + ry] (edges clamped) over its size, rounded half up. Three kernels,
 // each costing the same per sample whatever the radius:
 //
-// 1. segment_sums: the sum of each column over each segment of 32 rows.
-// 2. scan_segments: those sums scanned down each column, in place, so that
-//    entry k is the column's prefix sum Q(32 k) (the sum of the rows above
-//    row 32 k), and one more entry holds Q(height).
+// 1. segment_sums: the sum of each column over each segment of 32 rows, and
+//    over the segment's first 8, 16 and 24 rows.
+// 2. scan_segments: the segment sums scanned down each column, in place, so
+//    that entry k is the column's prefix sum Q(32 k) (the sum of the rows
+//    above row 32 k), and one more entry holds Q(height).
 // 3. box_bands: the plane is cut into bands of L rows (L chosen so that the
 //    kernel fills the GPU once), one block per band, its threads across the
 //    whole row, each owning 8 consecutive samples. A thread starts its
 //    columns' window sums at the band's first row y0 from two prefixes,
-//    Q(y0 + ry + 1) - Q(y0 - ry); each prefix is a scanned segment entry plus
-//    at most 31 rows (rows outside the plane are the edge row repeated, so Q
-//    extends linearly beyond both ends). Then it slides the sums down the
+//    Q(y0 + ry + 1) - Q(y0 - ry); each prefix is a scanned segment entry, a
+//    sub-segment entry and at most 7 rows (rows outside the plane are the
+//    edge row repeated, so Q extends linearly beyond both ends). Then it slides the sums down the
 //    band in registers, a row entering and a row leaving the window per row,
 //    loaded (8 samples in one load) a step ahead. G rows at a time (G = 1 by
 //    default; see STREAMBLUR_RUNNING_STEP), the block scans the column sums
@@ -54,8 +55,11 @@ using detail::divide_round;
 using detail::row_ptr;
 
 constexpr int kSegmentRows = 32;
+constexpr int kSubRows = 8;  // sub-segment sums every 8 rows
+constexpr int kSubsPerSegment = kSegmentRows / kSubRows - 1;
 constexpr int kColumnThreads = 256;
-constexpr int kScanBatch = 34;   // scan_segments: loads in flight per thread (a 1080- or 2160-row plane in 1 or 2 batches)
+constexpr int kScanParts = 4;    // scan_segments: threads per column
+constexpr int kScanBatch = 17;   // and loads in flight per thread (a 2160-row plane's 68 segments in one batch)
 constexpr int kItems = 8;        // box_bands: consecutive samples per thread
 // An upper bound on box_bands' static shared memory (cub's scan storage).
 constexpr std::size_t kStaticShared = 4096;
@@ -101,11 +105,21 @@ struct SegmentRows {
   }
 };
 
-// ---- 1. Column sums over segments of kSegmentRows rows; each thread takes V
+// ---- 1. Column sums over segments of kSegmentRows rows, and within each
+// segment the sums over its first 8, 16 and 24 rows (`sub`, three rows of
+// entries per segment: a band's first window then starts from a scanned
+// segment entry, a sub-segment entry and at most 7 rows). Each thread takes V
 // adjacent columns.
+template <int V>
+__device__ __forceinline__ void store_sums(uint32_t* p, const uint32_t (&sum)[V]) {
+  if constexpr (V == 4) *reinterpret_cast<uint4*>(p) = make_uint4(sum[0], sum[1], sum[2], sum[3]);
+  else p[0] = sum[0];
+}
+
 template <class T, int V>
 __global__ void __launch_bounds__(kColumnThreads)
-segment_sums(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int height, uint32_t* __restrict__ seg) {
+segment_sums(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int height, uint32_t* __restrict__ seg,
+             uint32_t* __restrict__ sub) {
   const int s = (blockIdx.x * kColumnThreads + threadIdx.x) * V;
   if (s >= samples) return;
   const int y0 = blockIdx.y * kSegmentRows, y1 = min(height, y0 + kSegmentRows);
@@ -114,36 +128,53 @@ segment_sums(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int h
 #pragma unroll
   for (int r = 0; r < kSegmentRows; ++r) {
     if (r >= rows.count) break;
+    if (r % kSubRows == 0 && r > 0)
+      store_sums<V>(sub + (static_cast<std::size_t>(blockIdx.y) * kSubsPerSegment + r / kSubRows - 1) * samples + s, sum);
     uint32_t v[V];
     unpack<V>(rows.raw[r], v);
 #pragma unroll
     for (int j = 0; j < V; ++j) sum[j] += v[j];
   }
-#pragma unroll
-  for (int j = 0; j < V; ++j) seg[static_cast<std::size_t>(blockIdx.y) * samples + s + j] = sum[j];
+  store_sums<V>(seg + static_cast<std::size_t>(blockIdx.y) * samples + s, sum);
 }
 
 // ---- 2. Scan the segment sums down each column, in place: entry k becomes
-// Q(32 k), and entry `segments` Q(height). Loads go out kScanBatch at a time
-// (the walk is short but serial).
+// Q(32 k), and entry `segments` Q(height). kScanParts adjacent threads share
+// a column, each taking a run of segments: their loads all go out at once
+// (kScanBatch at a time), and a shuffle adds up the runs before theirs.
 __global__ void __launch_bounds__(kColumnThreads)
 scan_segments(uint32_t* __restrict__ seg, int samples, int segments) {
-  const int s = blockIdx.x * kColumnThreads + threadIdx.x;
-  if (s >= samples) return;
-  uint32_t run = 0;
-  for (int k0 = 0; k0 < segments; k0 += kScanBatch) {
+  const int g = blockIdx.x * kColumnThreads + threadIdx.x;
+  const int s = g / kScanParts, part = g % kScanParts;  // a column's parts share a group of lanes
+  const int per_part = (segments + kScanParts - 1) / kScanParts;
+  const int k0 = part * per_part, k1 = min(segments, k0 + per_part);
+  const bool live = s < samples;
+  uint32_t sum = 0;
+  for (int k = k0; live && k < k1; k += kScanBatch)
+#pragma unroll
+    for (int i = 0; i < kScanBatch; ++i)
+      if (k + i < k1) sum += seg[static_cast<std::size_t>(k + i) * samples + s];
+  uint32_t run = sum;  // inclusive over the parts up to this one
+#pragma unroll
+  for (int d = 1; d < kScanParts; d <<= 1) {
+    const uint32_t n = __shfl_up_sync(0xffffffffu, run, d, kScanParts);
+    if (part >= d) run += n;
+  }
+  if (!live) return;
+  run -= sum;  // the rows above this part's first segment
+  for (int k = k0; k < k1; k += kScanBatch) {
     uint32_t v[kScanBatch];
 #pragma unroll
     for (int i = 0; i < kScanBatch; ++i)
-      if (k0 + i < segments) v[i] = seg[static_cast<std::size_t>(k0 + i) * samples + s];
+      if (k + i < k1) v[i] = seg[static_cast<std::size_t>(k + i) * samples + s];
 #pragma unroll
     for (int i = 0; i < kScanBatch; ++i)
-      if (k0 + i < segments) {
-        seg[static_cast<std::size_t>(k0 + i) * samples + s] = run;
+      if (k + i < k1) {
+        seg[static_cast<std::size_t>(k + i) * samples + s] = run;
         run += v[i];
       }
   }
-  seg[static_cast<std::size_t>(segments) * samples + s] = run;
+  if (part == kScanParts - 1) seg[static_cast<std::size_t>(segments) * samples + s] = run;
 }
 
 // ---- 3. One band of rows per block.
@@ -234,14 +265,19 @@ __host__ __device__ constexpr int prefix_stride(int entries) {
 // Tuning knobs for benchmarks (.gpu/prof builds variants with -D): rows per
 // scan (G), blocks per multiprocessor the registers must allow (512-thread
 // blocks), and the 4-sample outputs. GPU run 72, 4K 8-bit r = 60, box_bands
-// alone: G = 1, 2 blocks: 38.9 us; G = 2, 2 blocks: 40.2; G = 4, 1 block
-// (128 registers): 46.2; one sample per output store: +4-10%.
+// alone (bands then started from up to 31 rows): G = 1, 2 blocks: 38.9 us;
+// G = 2, 2 blocks: 40.2; G = 4, 1 block (128 registers): 46.2; one sample
+// per output store: +4-10%. Run 75, with the 8-row sub-segments: 28.7 us;
+// one block per SM: 38.0; one barrier per row instead of cub's scan and a
+// second barrier (each warp's prefixes plus a per-warp table of offsets):
+// 33.1.
 #ifndef STREAMBLUR_RUNNING_STEP
 #define STREAMBLUR_RUNNING_STEP 1
 #endif
 #ifndef STREAMBLUR_RUNNING_MIN_BLOCKS
 #define STREAMBLUR_RUNNING_MIN_BLOCKS 2
 #endif
+
 template <class Acc, int kBlock>
 constexpr int rows_per_step() {
   return sizeof(Acc) == 8 || kBlock == 1024 ? std::min(2, STREAMBLUR_RUNNING_STEP) : STREAMBLUR_RUNNING_STEP;
@@ -287,7 +323,7 @@ template <class T, class Acc, int C, int kBlock>
 __global__ void __launch_bounds__(kBlock, kBlock == 1024 ? 1 : STREAMBLUR_RUNNING_MIN_BLOCKS)
 box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
           int width, int height, int rx, int ry, int band_rows, bool aligned, bool out_aligned, const uint32_t* __restrict__ q,
-          int segments, Acc count, typename Quotient<Acc>::Inv inv_count) {
+          const uint32_t* __restrict__ sub, int segments, Acc count, typename Quotient<Acc>::Inv inv_count) {
   constexpr int G = rows_per_step<Acc, kBlock>();
   using Sum = Vec<Acc, G * C>;
   using Scan = cub::BlockScan<Sum, kBlock, cub::BLOCK_SCAN_WARP_SCANS>;
@@ -304,17 +340,23 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   const int y0 = blockIdx.x * band_rows, y1 = min(height, y0 + band_rows);
   auto row = [&](int y) { return row_ptr(src, src_pitch, y); };
 
-  // Q(y) for the thread's samples (a segment entry plus the rows after it).
+  // Q(y) for the thread's samples: a scanned segment entry, a sub-segment
+  // entry and the rows after it.
   auto column_prefix = [&](int y, uint32_t (&out)[kItems]) {
-    auto load_q = [&](int k) {
-      const uint32_t* p = q + static_cast<std::size_t>(k) * samples + s0;
+    auto add_entries = [&](const uint32_t* table, int k) {  // adds row k of a table of `samples` entries
+      const uint32_t* p = table + static_cast<std::size_t>(k) * samples + s0;
       if (q_whole) {
         const uint4 a = reinterpret_cast<const uint4*>(p)[0], b = reinterpret_cast<const uint4*>(p)[1];
-        out[0] = a.x; out[1] = a.y; out[2] = a.z; out[3] = a.w; out[4] = b.x; out[5] = b.y; out[6] = b.z; out[7] = b.w;
+        out[0] += a.x; out[1] += a.y; out[2] += a.z; out[3] += a.w; out[4] += b.x; out[5] += b.y; out[6] += b.z; out[7] += b.w;
       } else {
 #pragma unroll
-        for (int i = 0; i < kItems; ++i) out[i] = s0 + i < samples ? p[i] : 0u;
+        for (int i = 0; i < kItems; ++i) out[i] += s0 + i < samples ? p[i] : 0u;
       }
+    };
+    auto load_q = [&](int k) {
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) out[i] = 0;
+      add_entries(q, k);
     };
     if (y <= 0) {  // the first row repeated above the plane
       const Samples<T> v = load_samples(row(0), s0, samples, whole);
@@ -329,14 +371,17 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       for (int i = 0; i < kItems; ++i) out[i] += static_cast<uint32_t>(y - height) * v[i];
       return;
     }
-    const int k = y / kSegmentRows;
+    const int k = y / kSegmentRows, j = y % kSegmentRows / kSubRows;
     load_q(k);
-#pragma unroll 8
-    for (int r = k * kSegmentRows; r < y; ++r) {
-      const Samples<T> v = load_samples(row(r), s0, samples, whole);
+    if (j > 0) add_entries(sub, k * kSubsPerSegment + j - 1);
+    const int first = k * kSegmentRows + j * kSubRows;  // y - first < kSubRows
 #pragma unroll
-      for (int i = 0; i < kItems; ++i) out[i] += v[i];
-    }
+    for (int r = 0; r < kSubRows - 1; ++r)
+      if (first + r < y) {
+        const Samples<T> v = load_samples(row(first + r), s0, samples, whole);
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) out[i] += v[i];
+      }
   };
 
   uint32_t sums[kItems] = {};  // the window's column sums at the current row
@@ -360,6 +405,59 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   };
   fetch(y0);  // zeros past the row's end, as the scan needs
 
+  // Row o's outputs from its prefix row P (P[i]: the prefix at sample index
+  // i). Each output: P(x + rx + 1) - P(x - rx). P(width) is the row's total
+  // (the entry past its last sample); past the ends P grows by the edge
+  // pixel's column sum, P(1) - P(0) on the left (P(0) = 0), P(width) -
+  // P(width - 1) on the right.
+  auto write_outputs = [&](T* o, const Acc* P) {
+    auto p_at = [&](int i, int c) -> Acc {
+      if (i <= 0) return static_cast<Acc>(static_cast<long long>(i)) * P[C + c];
+      const Acc total = P[samples + c];
+      if (i >= width) return total + static_cast<Acc>(i - width) * (total - P[samples - C + c]);
+      return P[i * C + c];
+    };
+    if (STREAMBLUR_RUNNING_VEC_OUT && out_aligned) {
+      // Four consecutive samples per thread and store. Sample s's two
+      // prefixes are the entries s + (rx + 1) C and s - rx C, direct where
+      // both lie in [0, samples + C).
+      const int off_hi = (rx + 1) * C, off_lo = -rx * C;
+      for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
+        Acc hi[4], lo[4];
+        if (s4 + off_lo >= 0 && s4 + off_hi + 3 < samples + C) {
+          load4(P, s4 + off_hi, hi);
+          load4(P, s4 + off_lo, lo);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int x = (s4 + j) / C, c = s4 + j - x * C;
+            hi[j] = p_at(x + rx + 1, c);
+            lo[j] = p_at(x - rx, c);
+          }
+        }
+        uint32_t v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] = static_cast<uint32_t>(divide_round(hi[j] - lo[j], count, inv_count));
+        store4(o + s4, v);
+      }
+    } else {
+#pragma unroll 4
+      for (int s = t; s < samples; s += kBlock) {
+        const int x = s / C, c = s - x * C;
+        o[s] = static_cast<T>(divide_round(p_at(x + rx + 1, c) - p_at(x - rx, c), count, inv_count));
+      }
+    }
+  };
+  auto store_prefixes = [&](Acc* out, const Acc (&p)[kItems]) {
+    if constexpr (sizeof(Acc) == 4) {
+      reinterpret_cast<uint4*>(out)[0] = make_uint4(p[0], p[1], p[2], p[3]);
+      reinterpret_cast<uint4*>(out)[1] = make_uint4(p[4], p[5], p[6], p[7]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kItems / 2; ++j) reinterpret_cast<ulonglong2*>(out)[j] = make_ulonglong2(p[2 * j], p[2 * j + 1]);
+    }
+  };
+
   for (int y = y0; y < y1; y += G) {
     uint32_t rows[G][kItems];  // column sums at rows y .. y + G - 1
 #pragma unroll
@@ -371,7 +469,8 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       }
     if (y + G < y1) fetch(y + G);
 
-    // Exclusive prefixes of the G rows' column sums along the row, per channel.
+    // Exclusive prefixes of the G rows' column sums along the row, per
+    // channel, then a barrier before the outputs read them.
     Sum total{};
 #pragma unroll
     for (int g = 0; g < G; ++g)
@@ -387,14 +486,7 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
         p[i] = run.v[g * C + i % C];
         run.v[g * C + i % C] += rows[g][i];
       }
-      Acc* out = prefix + g * kStride + s0;
-      if constexpr (sizeof(Acc) == 4) {
-        reinterpret_cast<uint4*>(out)[0] = make_uint4(p[0], p[1], p[2], p[3]);
-        reinterpret_cast<uint4*>(out)[1] = make_uint4(p[4], p[5], p[6], p[7]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < kItems / 2; ++j) reinterpret_cast<ulonglong2*>(out)[j] = make_ulonglong2(p[2 * j], p[2 * j + 1]);
-      }
+      store_prefixes(prefix + g * kStride + s0, p);
     }
     if (t == 0)
 #pragma unroll
@@ -402,52 +494,10 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
 #pragma unroll
         for (int c = 0; c < C; ++c) prefix[g * kStride + kCapacity + c] = aggregate.v[g * C + c];  // a full row's total
     __syncthreads();
-
-    // Each output: P(x + rx + 1) - P(x - rx). P(width) is the row's total (the
-    // entry past its last sample); past the ends P grows by the edge pixel's
-    // column sum, P(1) - P(0) on the left (P(0) = 0), P(width) - P(width - 1)
-    // on the right.
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       if (y + g >= y1) break;
-      const Acc* P = prefix + g * kStride;
-      T* o = row_ptr(dst, dst_pitch, y + g);
-      auto p_at = [&](int i, int c) -> Acc {
-        if (i <= 0) return static_cast<Acc>(static_cast<long long>(i)) * P[C + c];
-        const Acc total = P[samples + c];
-        if (i >= width) return total + static_cast<Acc>(i - width) * (total - P[samples - C + c]);
-        return P[i * C + c];
-      };
-      if (STREAMBLUR_RUNNING_VEC_OUT && out_aligned) {
-        // Four consecutive samples per thread and store. Sample s's two
-        // prefixes are the entries s + (rx + 1) C and s - rx C, direct where
-        // both lie in [0, samples + C).
-        const int off_hi = (rx + 1) * C, off_lo = -rx * C;
-        for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
-          Acc hi[4], lo[4];
-          if (s4 + off_lo >= 0 && s4 + off_hi + 3 < samples + C) {
-            load4(P, s4 + off_hi, hi);
-            load4(P, s4 + off_lo, lo);
-          } else {
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              const int x = (s4 + j) / C, c = s4 + j - x * C;
-              hi[j] = p_at(x + rx + 1, c);
-              lo[j] = p_at(x - rx, c);
-            }
-          }
-          uint32_t v[4];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) v[j] = static_cast<uint32_t>(divide_round(hi[j] - lo[j], count, inv_count));
-          store4(o + s4, v);
-        }
-      } else {
-#pragma unroll 4
-        for (int s = t; s < samples; s += kBlock) {
-          const int x = s / C, c = s - x * C;
-          o[s] = static_cast<T>(divide_round(p_at(x + rx + 1, c) - p_at(x - rx, c), count, inv_count));
-        }
-      }
+      write_outputs(row_ptr(dst, dst_pitch, y + g), prefix + g * kStride);
     }
     // No barrier here: the next step's scan has one before any thread writes
     // the prefixes again, and every thread reaches it after its outputs.
@@ -493,7 +543,7 @@ int band_rows(int height, int blocks_per_sm, int step) {
 
 template <class T, class Acc, int C, int kBlock>
 void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
-                  int rx, int ry, const uint32_t* q, int segments, cudaStream_t stream) {
+                  int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, cudaStream_t stream) {
   static std::atomic<unsigned long long> opted{0};
   static std::atomic<int> per_sm{0};
   auto kernel = box_bands<T, Acc, C, kBlock>;
@@ -515,16 +565,16 @@ void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t
   const bool aligned = reinterpret_cast<std::uintptr_t>(src) % 16 == 0 && src_pitch % 16 == 0;
   const bool out_aligned = reinterpret_cast<std::uintptr_t>(dst) % 8 == 0 && dst_pitch % 8 == 0 && width * C % 4 == 0;
   kernel<<<bands, kBlock, shared, stream>>>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, aligned,
-                                            out_aligned, q, segments, count, inv);
+                                            out_aligned, q, sub, segments, count, inv);
 }
 
 template <class T, class Acc, int C>
 void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
-                  int rx, int ry, const uint32_t* q, int segments, cudaStream_t stream) {
+                  int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, cudaStream_t stream) {
   switch (block_threads(width * C)) {
-    case 256: return launch_bands<T, Acc, C, 256>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
-    case 512: return launch_bands<T, Acc, C, 512>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
-    default: return launch_bands<T, Acc, C, 1024>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
+    case 256: return launch_bands<T, Acc, C, 256>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
+    case 512: return launch_bands<T, Acc, C, 512>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
+    default: return launch_bands<T, Acc, C, 1024>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
   }
 }
 
@@ -544,7 +594,7 @@ bool fits(int width, int channels, std::size_t sample_bytes, int rx, int ry) {
 std::size_t scratch_bytes(int width, int channels, int height) {
   const std::size_t samples = static_cast<std::size_t>(width) * channels;
   const std::size_t segments = (height + kSegmentRows - 1) / kSegmentRows;
-  return (segments + 1) * samples * sizeof(uint32_t);
+  return (segments + 1 + kSubsPerSegment * segments) * samples * sizeof(uint32_t);
 }
 
 template <class T>
@@ -556,6 +606,7 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
   const int samples = width * channels;
   const int segments = (height + kSegmentRows - 1) / kSegmentRows;
   uint32_t* q = static_cast<uint32_t*>(scratch);
+  uint32_t* sub = q + static_cast<std::size_t>(segments + 1) * samples;
 
   // Four columns per thread where rows allow 4-sample loads.
   const std::size_t vec = 4 * sizeof(T);
@@ -563,18 +614,18 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
                           src_pitch % static_cast<std::ptrdiff_t>(vec) == 0 && samples % 4 == 0;
   const int per_thread = wide_loads ? 4 : 1;
   const dim3 grid((samples / per_thread + kColumnThreads - 1) / kColumnThreads, segments);
-  if (wide_loads) segment_sums<T, 4><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, q);
-  else segment_sums<T, 1><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, q);
+  if (wide_loads) segment_sums<T, 4><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, q, sub);
+  else segment_sums<T, 1><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, q, sub);
   STREAMBLUR_CHECK_LAUNCH("segment_sums", stream);
-  scan_segments<<<(samples + kColumnThreads - 1) / kColumnThreads, kColumnThreads, 0, stream>>>(q, samples, segments);
+  scan_segments<<<(samples * kScanParts + kColumnThreads - 1) / kColumnThreads, kColumnThreads, 0, stream>>>(q, samples, segments);
   STREAMBLUR_CHECK_LAUNCH("scan_segments", stream);
   const bool wide = wide_sums(sizeof(T), rx, ry);
   if (channels == 1) {
-    if (wide) launch_bands<T, unsigned long long, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
-    else launch_bands<T, uint32_t, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
+    if (wide) launch_bands<T, unsigned long long, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
+    else launch_bands<T, uint32_t, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
   } else {
-    if (wide) launch_bands<T, unsigned long long, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
-    else launch_bands<T, uint32_t, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, segments, stream);
+    if (wide) launch_bands<T, unsigned long long, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
+    else launch_bands<T, uint32_t, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
   }
   STREAMBLUR_CHECK_LAUNCH("box_bands", stream);
 }
