@@ -259,9 +259,6 @@ __host__ __device__ constexpr int prefix_stride(int entries) {
   return (entries * static_cast<int>(sizeof(Acc)) + 15) / 16 * 16 / static_cast<int>(sizeof(Acc));
 }
 
-// Rows scanned together (G): the knob, at most 2 where more prefix rows would
-// not fit the shared memory (64-bit sums on the widest rows) or the registers
-// (1024 threads).
 // Tuning knobs for benchmarks (.gpu/prof builds variants with -D): rows per
 // scan (G), blocks per multiprocessor the registers must allow (512-thread
 // blocks), and the 4-sample outputs. GPU run 72, 4K 8-bit r = 60, box_bands
@@ -277,7 +274,13 @@ __host__ __device__ constexpr int prefix_stride(int entries) {
 #ifndef STREAMBLUR_RUNNING_MIN_BLOCKS
 #define STREAMBLUR_RUNNING_MIN_BLOCKS 2
 #endif
+#ifndef STREAMBLUR_RUNNING_VEC_OUT
+#define STREAMBLUR_RUNNING_VEC_OUT 1
+#endif
 
+// Rows scanned together (G): the knob, at most 2 where more prefix rows would
+// not fit the shared memory (64-bit sums on the widest rows) or the registers
+// (1024 threads).
 template <class Acc, int kBlock>
 constexpr int rows_per_step() {
   return sizeof(Acc) == 8 || kBlock == 1024 ? std::min(2, STREAMBLUR_RUNNING_STEP) : STREAMBLUR_RUNNING_STEP;
@@ -290,10 +293,6 @@ constexpr std::size_t band_shared_bytes() {
   return (static_cast<std::size_t>(rows_per_step<Acc, kBlock>()) * prefix_stride<Acc>(kBlock * kItems + C) + 8) *
          sizeof(Acc);
 }
-
-#ifndef STREAMBLUR_RUNNING_VEC_OUT  // a tuning knob for benchmarks
-#define STREAMBLUR_RUNNING_VEC_OUT 1
-#endif
 
 // P[i .. i + 3] of a prefix row (16-byte aligned): two aligned 16-byte loads
 // and a select by i % 4, which is the same across a warp.
