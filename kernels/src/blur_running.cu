@@ -265,9 +265,9 @@ __host__ __device__ constexpr int prefix_stride(int entries) {
 // alone (bands then started from up to 31 rows): G = 1, 2 blocks: 38.9 us;
 // G = 2, 2 blocks: 40.2; G = 4, 1 block (128 registers): 46.2; one sample
 // per output store: +4-10%. Run 75, with the 8-row sub-segments: 28.7 us;
-// one block per SM: 38.0; one barrier per row instead of cub's scan and a
-// second barrier (each warp's prefixes plus a per-warp table of offsets):
-// 33.1.
+// one barrier per row instead of cub's scan and a second barrier (each
+// warp's prefixes plus a per-warp table of offsets): 33.1, and with one
+// block per SM as well: 38.0.
 #ifndef STREAMBLUR_RUNNING_STEP
 #define STREAMBLUR_RUNNING_STEP 1
 #endif
