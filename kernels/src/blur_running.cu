@@ -16,15 +16,16 @@
 //    columns' window sums at the band's first row y0 from two prefixes,
 //    Q(y0 + ry + 1) - Q(y0 - ry); each prefix is a scanned segment entry, a
 //    sub-segment entry and at most 7 rows (rows outside the plane are the
-//    edge row repeated, so Q extends linearly beyond both ends). Then it slides the sums down the
-//    band in registers, a row entering and a row leaving the window per row,
-//    loaded (8 samples in one load) a step ahead. G rows at a time (G = 1 by
-//    default; see STREAMBLUR_RUNNING_STEP), the block scans the column sums
-//    into G row prefixes P in shared memory (one cub::BlockScan over G x
-//    channels sums), and each output is P(x + rx + 1) - P(x - rx), P extended
-//    linearly past the row's ends the same way; a thread writes 4 consecutive
-//    outputs with one store, reading their 8 prefixes with four 16-byte loads
-//    where the window lies inside the row.
+//    edge row repeated, so Q extends linearly beyond both ends). Then it
+//    slides the sums down the band in registers, a row entering and a row
+//    leaving the window per row, loaded (8 samples in one load) a step
+//    ahead. G rows at a time (G = 1 by default; see STREAMBLUR_RUNNING_STEP),
+//    the block scans the column sums into G row prefixes P in shared memory
+//    (one cub::BlockScan over G x channels sums), and each output is
+//    P(x + rx + 1) - P(x - rx), P extended linearly past the row's ends the
+//    same way; a thread writes 4 consecutive outputs with one store, reading
+//    their 8 prefixes with four 16-byte loads where the window lies inside
+//    the row.
 //
 // All sums are exact integers. Column sums are 32-bit (at most 8193 x 65535);
 // the row prefix is 32-bit where the whole window's sum fits and 64-bit
