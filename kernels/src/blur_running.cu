@@ -198,7 +198,7 @@ struct VecAdd {
 // The rounded quotient (n + d / 2) / d of a 32-bit sum by a fixed d >= 2, by
 // multiplication (Granlund and Montgomery's round-up method, exact for every
 // 32-bit n): the float quotient's two conversions were a large part of the
-// row kernel's instructions.
+// old row kernel's instructions (the band kernel's predecessor).
 struct Divider {
   uint32_t magic;
   int shift;  // ceil(log2 d) - 1

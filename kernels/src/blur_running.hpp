@@ -9,9 +9,9 @@
 
 namespace streamblur::cuda::running {
 
-// The widest row the row kernel takes, in samples (its shared memory holds a
-// row of column sums and their prefix), and the channel counts it takes
-// (planes of one sample per pixel, and interleaved UV pairs).
+// The widest row the band kernel takes, in samples (its shared memory holds
+// the row's prefix, 8 samples per thread of at most 1024), and the channel
+// counts it takes (planes of one sample per pixel, and interleaved UV pairs).
 inline constexpr int kMaxSamples = 8192;
 inline constexpr int kMaxChannels = 2;
 
