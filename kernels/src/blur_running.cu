@@ -44,6 +44,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "blur_running.hpp"
 #include "device_rows.cuh"
@@ -64,6 +65,22 @@ constexpr int kScanBatch = 17;   // and loads in flight per thread (a 2160-row p
 constexpr int kItems = 8;        // box_bands: consecutive samples per thread
 // An upper bound on box_bands' static shared memory (cub's scan storage).
 constexpr std::size_t kStaticShared = 4096;
+
+// Programmatic dependent launch (sm_90 and later): scan_segments and
+// box_bands are launched while the kernel before them still runs, do what
+// does not need its results (box_bands loads its first rows of the source),
+// then wait for it. The waits return at once in a launch without the
+// attribute, and compile to nothing before sm_90.
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void let_next_kernel_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
 
 // V consecutive samples of a row: one 4- or 8-byte load where the caller
 // checked alignment (V = 4), else one sample (V = 1); then as 32-bit values.
@@ -120,7 +137,8 @@ __device__ __forceinline__ void store_sums(uint32_t* p, const uint32_t (&sum)[V]
 template <class T, int V>
 __global__ void __launch_bounds__(kColumnThreads)
 segment_sums(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int height, uint32_t* __restrict__ seg,
-             uint32_t* __restrict__ sub) {
+             uint32_t* __restrict__ sub, bool early) {
+  if (early) let_next_kernel_start();
   const int s = (blockIdx.x * kColumnThreads + threadIdx.x) * V;
   if (s >= samples) return;
   const int y0 = blockIdx.y * kSegmentRows, y1 = min(height, y0 + kSegmentRows);
@@ -144,7 +162,9 @@ segment_sums(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int h
 // a column, each taking a run of segments: their loads all go out at once
 // (kScanBatch at a time), and a shuffle adds up the runs before theirs.
 __global__ void __launch_bounds__(kColumnThreads)
-scan_segments(uint32_t* __restrict__ seg, int samples, int segments) {
+scan_segments(uint32_t* __restrict__ seg, int samples, int segments, bool early) {
+  if (early) let_next_kernel_start();
+  wait_for_previous_kernel();  // segment_sums
   const int g = blockIdx.x * kColumnThreads + threadIdx.x;
   const int s = g / kScanParts, part = g % kScanParts;  // a column's parts share a group of lanes
   const int per_part = (segments + kScanParts - 1) / kScanParts;
@@ -341,40 +361,30 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   auto row = [&](int y) { return row_ptr(src, src_pitch, y); };
 
   // Q(y) for the thread's samples: a scanned segment entry, a sub-segment
-  // entry and the rows after it.
-  auto column_prefix = [&](int y, uint32_t (&out)[kItems]) {
-    auto add_entries = [&](const uint32_t* table, int k) {  // adds row k of a table of `samples` entries
-      const uint32_t* p = table + static_cast<std::size_t>(k) * samples + s0;
-      if (q_whole) {
-        const uint4 a = reinterpret_cast<const uint4*>(p)[0], b = reinterpret_cast<const uint4*>(p)[1];
-        out[0] += a.x; out[1] += a.y; out[2] += a.z; out[3] += a.w; out[4] += b.x; out[5] += b.y; out[6] += b.z; out[7] += b.w;
-      } else {
-#pragma unroll
-        for (int i = 0; i < kItems; ++i) out[i] += s0 + i < samples ? p[i] : 0u;
-      }
-    };
-    auto load_q = [&](int k) {
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) out[i] = 0;
-      add_entries(q, k);
-    };
+  // entry and the rows after it. In two parts: prefix_rows adds up the
+  // source rows (which need nothing from the column kernels, so they load
+  // before the wait for them) and says which table entries to add;
+  // add_tables adds those after the wait.
+  struct TableRows {
+    int q = -1, sub = -1;  // rows of q and sub to add (-1: none)
+  };
+  auto prefix_rows = [&](int y, uint32_t (&out)[kItems]) -> TableRows {
     if (y <= 0) {  // the first row repeated above the plane
       const Samples<T> v = load_samples(row(0), s0, samples, whole);
 #pragma unroll
       for (int i = 0; i < kItems; ++i) out[i] = static_cast<uint32_t>(y) * v[i];
-      return;
+      return {};
     }
-    if (y >= height) {  // the last row repeated below it
-      load_q(segments);
+    if (y >= height) {  // Q(height), then the last row repeated below it
       const Samples<T> v = load_samples(row(height - 1), s0, samples, whole);
 #pragma unroll
-      for (int i = 0; i < kItems; ++i) out[i] += static_cast<uint32_t>(y - height) * v[i];
-      return;
+      for (int i = 0; i < kItems; ++i) out[i] = static_cast<uint32_t>(y - height) * v[i];
+      return {segments, -1};
     }
     const int k = y / kSegmentRows, j = y % kSegmentRows / kSubRows;
-    load_q(k);
-    if (j > 0) add_entries(sub, k * kSubsPerSegment + j - 1);
     const int first = k * kSegmentRows + j * kSubRows;  // y - first < kSubRows
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) out[i] = 0;
 #pragma unroll
     for (int r = 0; r < kSubRows - 1; ++r)
       if (first + r < y) {
@@ -382,16 +392,22 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
 #pragma unroll
         for (int i = 0; i < kItems; ++i) out[i] += v[i];
       }
+    return {k, j > 0 ? k * kSubsPerSegment + j - 1 : -1};
   };
-
-  uint32_t sums[kItems] = {};  // the window's column sums at the current row
-  if (active) {
-    uint32_t a[kItems], b[kItems];
-    column_prefix(y0 + ry + 1, a);
-    column_prefix(y0 - ry, b);
+  auto add_entries = [&](const uint32_t* table, int k, uint32_t (&out)[kItems]) {  // row k of a table of `samples` entries
+    const uint32_t* p = table + static_cast<std::size_t>(k) * samples + s0;
+    if (q_whole) {
+      const uint4 a = reinterpret_cast<const uint4*>(p)[0], b = reinterpret_cast<const uint4*>(p)[1];
+      out[0] += a.x; out[1] += a.y; out[2] += a.z; out[3] += a.w; out[4] += b.x; out[5] += b.y; out[6] += b.z; out[7] += b.w;
+    } else {
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) sums[i] = a[i] - b[i];
-  }
+      for (int i = 0; i < kItems; ++i) out[i] += s0 + i < samples ? p[i] : 0u;
+    }
+  };
+  auto add_tables = [&](TableRows t, uint32_t (&out)[kItems]) {
+    if (t.q >= 0) add_entries(q, t.q, out);
+    if (t.sub >= 0) add_entries(sub, t.sub, out);
+  };
 
   // The rows entering and leaving the window at rows y .. y + G - 1, loaded a
   // step ahead so that their latency hides behind a step's scan and outputs.
@@ -403,7 +419,22 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       leaving[g] = load_samples(row(min(max(y + g - ry - 1, 0), height - 1)), s0, samples, whole);
     }
   };
+
+  // The window's column sums at the band's first row: Q(y0 + ry + 1) - Q(y0 - ry).
+  uint32_t sums[kItems] = {}, low[kItems] = {};
+  TableRows sums_tables, low_tables;
+  if (active) {
+    sums_tables = prefix_rows(y0 + ry + 1, sums);
+    low_tables = prefix_rows(y0 - ry, low);
+  }
   fetch(y0);  // zeros past the row's end, as the scan needs
+  wait_for_previous_kernel();  // scan_segments (and so segment_sums)
+  if (active) {
+    add_tables(sums_tables, sums);
+    add_tables(low_tables, low);
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) sums[i] -= low[i];
+  }
 
   // Row o's outputs from its prefix row P (P[i]: the prefix at sample index
   // i). Each output: P(x + rx + 1) - P(x - rx). P(width) is the row's total
@@ -541,11 +572,46 @@ int band_rows(int height, int blocks_per_sm, int step) {
   return std::max(step, (height + target - 1) / target);
 }
 
+// How the three kernels are launched (benchmark knob STREAMBLUR_RUNNING_PDL,
+// read once): 0, one after the other; 1, scan_segments and box_bands with
+// programmatic dependent launch, each starting as the blocks of the kernel
+// before it end; 2 (the default), as 1, and segment_sums and scan_segments let
+// the next kernel start at once (its blocks start where room is left, and
+// wait). Devices before sm_90 take 0.
+int launch_mode() {
+  static const int mode = [] {
+    const char* e = std::getenv("STREAMBLUR_RUNNING_PDL");
+    return e ? std::clamp(std::atoi(e), 0, 2) : 2;
+  }();
+  return mode > 0 && detail::device_attribute<cudaDevAttrComputeCapabilityMajor>() >= 9 ? mode : 0;
+}
+
+// kernel<<<grid, block, shared, stream>>>(args...), after the kernel before
+// it in the stream or (`programmatic`) overlapping its end.
+template <class... Params, class... Args>
+void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared,
+            cudaStream_t stream, bool programmatic, Args&&... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = programmatic ? 1 : 0;
+  const cudaError_t rc = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  if (rc != cudaSuccess) throw_cuda_error(rc, name, __FILE__, __LINE__);
+  check_launch(name, stream, __FILE__, __LINE__);
+}
+
 template <class T, class Acc, int C, int kBlock>
 void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
                   int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, cudaStream_t stream) {
   static std::atomic<unsigned long long> opted{0};
-  static std::atomic<int> per_sm{0};
+  static std::atomic<int> per_sm_of[64] = {};  // per device, which may differ
+  std::atomic<int>& per_sm = per_sm_of[detail::device_index() & 63];
   auto kernel = box_bands<T, Acc, C, kBlock>;
   static_assert(sizeof(typename cub::BlockScan<Vec<Acc, rows_per_step<Acc, kBlock>() * C>, kBlock,
                                                cub::BLOCK_SCAN_WARP_SCANS>::TempStorage) <= kStaticShared);
@@ -564,8 +630,8 @@ void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t
   else inv = 1.0 / static_cast<double>(count);
   const bool aligned = reinterpret_cast<std::uintptr_t>(src) % 16 == 0 && src_pitch % 16 == 0;
   const bool out_aligned = reinterpret_cast<std::uintptr_t>(dst) % 8 == 0 && dst_pitch % 8 == 0 && width * C % 4 == 0;
-  kernel<<<bands, kBlock, shared, stream>>>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, rows, aligned,
-                                            out_aligned, q, sub, segments, count, inv);
+  launch("box_bands", kernel, bands, kBlock, shared, stream, launch_mode() > 0, src, src_pitch, dst, dst_pitch, width,
+         height, rx, ry, rows, aligned, out_aligned, q, sub, segments, count, inv);
 }
 
 template <class T, class Acc, int C>
@@ -614,11 +680,12 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
                           src_pitch % static_cast<std::ptrdiff_t>(vec) == 0 && samples % 4 == 0;
   const int per_thread = wide_loads ? 4 : 1;
   const dim3 grid((samples / per_thread + kColumnThreads - 1) / kColumnThreads, segments);
-  if (wide_loads) segment_sums<T, 4><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, q, sub);
-  else segment_sums<T, 1><<<grid, kColumnThreads, 0, stream>>>(src, src_pitch, samples, height, q, sub);
-  STREAMBLUR_CHECK_LAUNCH("segment_sums", stream);
-  scan_segments<<<(samples * kScanParts + kColumnThreads - 1) / kColumnThreads, kColumnThreads, 0, stream>>>(q, samples, segments);
-  STREAMBLUR_CHECK_LAUNCH("scan_segments", stream);
+  const int mode = launch_mode();
+  const bool early = mode == 2;
+  launch("segment_sums", wide_loads ? segment_sums<T, 4> : segment_sums<T, 1>, grid, kColumnThreads, 0, stream, false,
+         src, src_pitch, samples, height, q, sub, early);
+  launch("scan_segments", scan_segments, (samples * kScanParts + kColumnThreads - 1) / kColumnThreads, kColumnThreads,
+         0, stream, mode > 0, q, samples, segments, early);
   const bool wide = wide_sums(sizeof(T), rx, ry);
   if (channels == 1) {
     if (wide) launch_bands<T, unsigned long long, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
@@ -627,7 +694,6 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
     if (wide) launch_bands<T, unsigned long long, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
     else launch_bands<T, uint32_t, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
   }
-  STREAMBLUR_CHECK_LAUNCH("box_bands", stream);
 }
 
 template void box<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, int, int, int, void*,
