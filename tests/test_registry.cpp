@@ -438,6 +438,29 @@ TEST(ChainGraphs, DirectWhereNoGraphCanBeRecorded) {
   }
 }
 
+// The running-sum boxes launch their second and third kernels early
+// (programmatic dependent launch), also inside a recorded graph: after another
+// filter, and one running box after another, on odd sizes and every plane
+// (NV12's UV pairs take them from r = 8), the graph equals direct launches.
+TEST(ChainGraphs, RunningBoxesEqualDirectLaunches) {
+  SBTEST_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(fresh_seed());
+  const std::string spec = "gblur=sigma=2,boxblur=radius=40,boxblur=radius=9";
+  for (AVPixelFormat format : {AV_PIX_FMT_YUV420P, AV_PIX_FMT_NV12, AV_PIX_FMT_P010LE}) {
+    SCOPED_TRACE(pixel_format_name(format));
+    const FrameLayout layout = *native_layout(format, 257, 131);
+    FilterChain direct(parse_filter_chain(spec)), graphed(parse_filter_chain(spec));
+    direct.set_graphs(false);
+    direct.configure(layout, Backend::Cuda);
+    graphed.configure(layout, Backend::Cuda);
+    DeviceFrame a(layout), b(layout);
+    cuda::CudaStream stream;
+    for (int call = 0; call < 4; ++call)
+      expect_same_call(graphed, b, direct, a, stream.get(), rng, "call " + std::to_string(call));
+    EXPECT_EQ(graphed.graph_stats().launched, 3);
+  }
+}
+
 // On every device (the pipeline runs one chain per frame slot on each GPU it
 // is given): the branch streams live where the graph was recorded.
 TEST(ChainGraphs, EqualDirectLaunchesOnEveryDevice) {
