@@ -697,16 +697,19 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::BoxBlur(3).path_taken(3840, 2160, 1, 1), P::Register);
   EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 1080, 1, 1), P::Register);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(1920, 1080, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(24).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(14).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(15).path_taken(1920, 1080, 1, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(24).path_taken(3840, 2160, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(20).path_taken(3840, 2160, 1, 2), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(11).path_taken(3840, 2160, 1, 2), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(12).path_taken(3840, 2160, 1, 2), P::Running);
   EXPECT_EQ(cuda::BoxBlur(4096).path_taken(3840, 2160, 1, 2), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(8).path_taken(960, 540, 2, 1), P::TwoPass);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 540, 2, 1), P::Fused);
+  EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 540, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(960, 540, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(16).path_taken(1920, 2160, 2, 2), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 2160, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(16).path_taken(960, 1080, 2, 1), P::TwoPass);
-  EXPECT_EQ(cuda::BoxBlur(20).path_taken(960, 1080, 2, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 2160, 2, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 1080, 2, 1), P::Fused);
+  EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 1080, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(9000, 100, 1, 1), P::TwoPass);  // wider than the running kernels take
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(640, 360, 3, 1), P::TwoPass);
   // A forced path that cannot run falls back: sliding -> register -> fused

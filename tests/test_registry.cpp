@@ -441,7 +441,7 @@ TEST(ChainGraphs, DirectWhereNoGraphCanBeRecorded) {
 // The running-sum boxes launch their second and third kernels early
 // (programmatic dependent launch), also inside a recorded graph: after another
 // filter, and one running box after another, on odd sizes and every plane
-// (NV12's UV pairs take them from r = 8), the graph equals direct launches.
+// (NV12's UV pairs take them from r = 2), the graph equals direct launches.
 TEST(ChainGraphs, RunningBoxesEqualDirectLaunches) {
   SBTEST_SKIP_WITHOUT_GPU();
   std::mt19937 rng(fresh_seed());

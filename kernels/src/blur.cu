@@ -387,25 +387,28 @@ enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, Tw
 //   against 25.5 fused, 27.4 register);
 // - other boxes up to radius 32: register-blocked; running sums from
 //   kRunningFromRadius (two passes where those cannot run).
-// Interleaved channels: the wide passes for Gaussians on pairs; otherwise the
-// generic fused kernel up to ry = 3, else two passes (boxes: unless running
-// sums).
+// Interleaved channels: the wide passes for Gaussians on pairs; boxes on
+// pairs take the running sums (from kRunningFromRadiusPairs(Large)); other
+// cases the generic fused kernel up to ry = 3, else two passes.
 constexpr long long kLargePlaneSamples = 4'000'000;
 // Boxes from this radius (rx or ry) take the running sums, whose cost does
-// not grow with the radius (H200):
-// - one-channel planes beyond the register path's reach, and on planes of
-//   4 M samples or more from r = 22 (4K 8-bit: register 48.1 us at r = 20,
-//   63.3 at r = 24, running 56.8 at both; 16-bit: 61.9 and 72.9 against 63.0;
-//   at 1080p the register kernels win or tie up to r = 32, 22.8 us against
-//   26.9 at 8 bits);
-// - interleaved pairs (UV), where two passes are the alternative: from r = 8
-//   on planes of 4 M samples or more (1920x2160x2 r=8: running 68.5 us, two
-//   passes 76.2) and from r = 20 below (960x1080x2: running 34 us at every r,
-//   two passes 31.2 at r=16, 34.8 at r=20, 44.7 at r=30).
-constexpr int kRunningFromRadius = 33;
-constexpr int kRunningFromRadiusLarge = 22;
-constexpr int kRunningFromRadiusPairsLarge = 8;
-constexpr int kRunningFromRadiusPairs = 20;
+// not grow with the radius (H200, 2026-12-02, with the programmatic dependent
+// launches; register / running us):
+// - one-channel planes beyond the register path's reach, and before it on
+//   planes of 4 M samples or more from r = 12 (4K 8-bit r = 10: 36.1 / 36.0,
+//   r = 12: 37.9 / 34.2, r = 15: 42.2 / 34.3; 16-bit r = 10: 37.7 / 38.3,
+//   r = 12: 40.9 / 36.9), and on smaller planes from r = 15 (1080p 8-bit
+//   r = 13: 14.2 / 15.1, r = 15: 14.9 / 14.6; 16-bit r = 13: 15.0 / 15.9,
+//   r = 15: 15.9 / 15.2);
+// - interleaved pairs (UV), where the generic fused kernel (ry <= 3) and two
+//   passes are the alternatives: from r = 1 on planes of 4 M samples or more
+//   (1920x2160x2 8-bit r = 1: fused 50.7, running 36.5; r = 7: two passes
+//   76.2, running 37.2) and from r = 2 below (960x1080x2 8-bit r = 1: fused
+//   16.1, running 16.0; r = 3: 20.9 / 16.1; r = 7: two passes 25.3 / 16.3).
+constexpr int kRunningFromRadius = 15;
+constexpr int kRunningFromRadiusLarge = 12;
+constexpr int kRunningFromRadiusPairsLarge = 1;
+constexpr int kRunningFromRadiusPairs = 2;
 // One-channel Gaussians on planes of 4 M samples or more take the wide passes
 // (blur_wide.cu) from this radius, at either sample size: above the register
 // kernels' 24 bucket (4K 8-bit, with the DP2A horizontal pass: register 65.5
