@@ -438,6 +438,24 @@ TEST(ChainGraphs, DirectWhereNoGraphCanBeRecorded) {
   }
 }
 
+namespace {
+
+// A chain of three GPU nodes recorded as a graph gives the same frames as
+// direct launches, over four calls with fresh input each.
+void expect_graph_equals_direct(const std::string& spec, const FrameLayout& layout, std::mt19937& rng) {
+  FilterChain direct(parse_filter_chain(spec)), graphed(parse_filter_chain(spec));
+  direct.set_graphs(false);
+  direct.configure(layout, Backend::Cuda);
+  graphed.configure(layout, Backend::Cuda);
+  DeviceFrame a(layout), b(layout);
+  cuda::CudaStream stream;
+  for (int call = 0; call < 4; ++call)
+    expect_same_call(graphed, b, direct, a, stream.get(), rng, "call " + std::to_string(call));
+  EXPECT_EQ(graphed.graph_stats().launched, 3);
+}
+
+}  // namespace
+
 // The running-sum boxes launch their second and third kernels early
 // (programmatic dependent launch), also inside a recorded graph: after another
 // filter, and one running box after another, on odd sizes and every plane
@@ -448,16 +466,7 @@ TEST(ChainGraphs, RunningBoxesEqualDirectLaunches) {
   const std::string spec = "gblur=sigma=2,boxblur=radius=40,boxblur=radius=9";
   for (AVPixelFormat format : {AV_PIX_FMT_YUV420P, AV_PIX_FMT_NV12, AV_PIX_FMT_P010LE}) {
     SCOPED_TRACE(pixel_format_name(format));
-    const FrameLayout layout = *native_layout(format, 257, 131);
-    FilterChain direct(parse_filter_chain(spec)), graphed(parse_filter_chain(spec));
-    direct.set_graphs(false);
-    direct.configure(layout, Backend::Cuda);
-    graphed.configure(layout, Backend::Cuda);
-    DeviceFrame a(layout), b(layout);
-    cuda::CudaStream stream;
-    for (int call = 0; call < 4; ++call)
-      expect_same_call(graphed, b, direct, a, stream.get(), rng, "call " + std::to_string(call));
-    EXPECT_EQ(graphed.graph_stats().launched, 3);
+    expect_graph_equals_direct(spec, *native_layout(format, 257, 131), rng);
   }
 }
 
@@ -472,15 +481,7 @@ TEST(ChainGraphs, EqualDirectLaunchesOnEveryDevice) {
   for (int device = 0; device < count; ++device) {
     SCOPED_TRACE("device " + std::to_string(device));
     CUDA_CHECK(cudaSetDevice(device));
-    FilterChain direct(parse_filter_chain(spec)), graphed(parse_filter_chain(spec));
-    direct.set_graphs(false);
-    direct.configure(layout, Backend::Cuda);
-    graphed.configure(layout, Backend::Cuda);
-    DeviceFrame a(layout), b(layout);
-    cuda::CudaStream stream;
-    for (int call = 0; call < 4; ++call)
-      expect_same_call(graphed, b, direct, a, stream.get(), rng, "call " + std::to_string(call));
-    EXPECT_EQ(graphed.graph_stats().launched, 3);
+    expect_graph_equals_direct(spec, layout, rng);
   }
   CUDA_CHECK(cudaSetDevice(0));
 }
