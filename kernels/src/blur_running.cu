@@ -66,11 +66,11 @@ constexpr int kItems = 8;        // box_bands: consecutive samples per thread
 // An upper bound on box_bands' static shared memory (cub's scan storage).
 constexpr std::size_t kStaticShared = 4096;
 
-// Programmatic dependent launch (sm_90 and later): the three kernels are
-// launched while the kernel before them still runs, do what does not need its
-// results (box_bands loads its first rows of the source), then wait for it.
-// The waits return at once in a launch without the attribute, and compile to
-// nothing before sm_90.
+// Programmatic dependent launch (sm_90 and later): scan_segments and
+// box_bands are launched while the kernel before them still runs, do what
+// does not need its results (box_bands loads its first rows of the source),
+// then wait for it. The waits return at once in a launch without the
+// attribute, and compile to nothing before sm_90.
 __device__ __forceinline__ void wait_for_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -139,7 +139,6 @@ __global__ void __launch_bounds__(kColumnThreads)
 segment_sums(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int height, uint32_t* __restrict__ seg,
              uint32_t* __restrict__ sub, bool early) {
   if (early) let_next_kernel_start();
-  wait_for_previous_kernel();  // whatever ran before: it may still read the scratch or write src
   const int s = (blockIdx.x * kColumnThreads + threadIdx.x) * V;
   if (s >= samples) return;
   const int y0 = blockIdx.y * kSegmentRows, y1 = min(height, y0 + kSegmentRows);
@@ -576,16 +575,18 @@ int band_rows(int height, int blocks_per_sm, int step) {
 // How the three kernels are launched (benchmark knob STREAMBLUR_RUNNING_PDL,
 // read once): 0, one after the other; 1, scan_segments and box_bands with
 // programmatic dependent launch, each starting as the blocks of the kernel
-// before it end; 2, as 1, and segment_sums and scan_segments let the next
-// kernel start at once (its blocks start where room is left, and wait); 3
-// (the default), as 2, and segment_sums too overlaps the end of whatever the
-// stream ran before it, waiting before its first load (H200, 4K 8-bit r = 60,
-// 16 calls back to back: 37.8 us in mode 0, 34.3-34.4 in mode 2, 32.9-33.1 in
-// mode 3). Devices before sm_90 take 0.
+// before it end; 2 (the default), as 1, and segment_sums and scan_segments let
+// the next kernel start at once (its blocks start where room is left, and
+// wait). Devices before sm_90 take 0. segment_sums itself is launched
+// plainly, after whatever the stream ran before it: box_bands reads the
+// source before its wait, which is safe only because that kernel had ended
+// before segment_sums began. (A trial with segment_sums a dependent launch
+// too, waiting before its first load, was 1.1-1.6 us faster but broke this;
+// its early signal would have to follow its wait.)
 int launch_mode() {
   static const int mode = [] {
     const char* e = std::getenv("STREAMBLUR_RUNNING_PDL");
-    return e ? std::clamp(std::atoi(e), 0, 3) : 3;
+    return e ? std::clamp(std::atoi(e), 0, 2) : 2;
   }();
   return mode > 0 && detail::device_attribute<cudaDevAttrComputeCapabilityMajor>() >= 9 ? mode : 0;
 }
@@ -685,8 +686,8 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
   const int per_thread = wide_loads ? 4 : 1;
   const dim3 grid((samples / per_thread + kColumnThreads - 1) / kColumnThreads, segments);
   const int mode = launch_mode();
-  const bool early = mode >= 2;
-  launch("segment_sums", wide_loads ? segment_sums<T, 4> : segment_sums<T, 1>, grid, kColumnThreads, 0, stream, mode == 3,
+  const bool early = mode == 2;
+  launch("segment_sums", wide_loads ? segment_sums<T, 4> : segment_sums<T, 1>, grid, kColumnThreads, 0, stream, false,
          src, src_pitch, samples, height, q, sub, early);
   launch("scan_segments", scan_segments, (samples * kScanParts + kColumnThreads - 1) / kColumnThreads, kColumnThreads,
          0, stream, mode > 0, q, samples, segments, early);
