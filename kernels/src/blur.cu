@@ -393,10 +393,7 @@ enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, Tw
 constexpr long long kLargePlaneSamples = 4'000'000;
 // Boxes from this radius (rx or ry) take the running sums, whose cost does
 // not grow with the radius (H200, 2026-12-02, with the last two running
-// kernels programmatic dependent launches, STREAMBLUR_RUNNING_PDL=2; register /
-// running us; with all three, the default since, the running sums gain 1-1.5
-// us more and the crossovers fall to about r = 10 at 4K and r = 11-12 at 1080p,
-// and to r = 1 on smaller pairs: README, not yet applied here):
+// kernels programmatic dependent launches; register / running us):
 // - one-channel planes beyond the register path's reach, and before it on
 //   planes of 4 M samples or more from r = 12 (4K 8-bit r = 10: 36.1 / 36.0,
 //   r = 12: 37.9 / 34.2, r = 15: 42.2 / 34.3; 16-bit r = 10: 37.7 / 38.3,
