@@ -71,6 +71,14 @@ MUTATIONS = [
       "  wait_for_previous_kernel();  // scan_segments (and so segment_sums)\n", "", gpu=True),
     M("cuda-running-scan-no-wait", "race", "kernels/src/blur_running.cu",
       "  wait_for_previous_kernel();  // segment_sums\n", "", gpu=True),
+    # segment_sums signalling before it has waited for the source's producer:
+    # box_bands would then read the source while the producer still writes it.
+    M("cuda-running-sums-signal-first", "race", "kernels/src/blur_running.cu",
+      "  wait_for_previous_kernel();\n  if (early) let_next_kernel_start();\n",
+      "  if (early) let_next_kernel_start();\n  wait_for_previous_kernel();\n", gpu=True),
+    M("cuda-running-sums-no-wait", "race", "kernels/src/blur_running.cu",
+      "  wait_for_previous_kernel();\n  if (early) let_next_kernel_start();\n",
+      "  if (early) let_next_kernel_start();\n", gpu=True),
     M("cuda-running-scan-parts", "window", "kernels/src/blur_running.cu",
       "if (part >= d) run += n;", "if (part > d) run += n;", gpu=True),
     M("cuda-running-right-edge", "borders", "kernels/src/blur_running.cu",

@@ -9,6 +9,7 @@
 #define SBTEST_NO_FFMPEG  // the kernel tests link no FFmpeg
 #include "test_support.hpp"
 #include "cuda_support.hpp"
+#include "early_producer.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -697,18 +698,19 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::BoxBlur(3).path_taken(3840, 2160, 1, 1), P::Register);
   EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 1080, 1, 1), P::Register);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(1920, 1080, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(14).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(10).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(11).path_taken(1920, 1080, 1, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(15).path_taken(1920, 1080, 1, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(24).path_taken(3840, 2160, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(11).path_taken(3840, 2160, 1, 2), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(12).path_taken(3840, 2160, 1, 2), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(9).path_taken(3840, 2160, 1, 2), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(10).path_taken(3840, 2160, 1, 2), P::Running);
   EXPECT_EQ(cuda::BoxBlur(4096).path_taken(3840, 2160, 1, 2), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 540, 2, 1), P::Fused);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 540, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 540, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(960, 540, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(16).path_taken(1920, 2160, 2, 2), P::Running);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 2160, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 1080, 2, 1), P::Fused);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 1080, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 1080, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(9000, 100, 1, 1), P::TwoPass);  // wider than the running kernels take
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(640, 360, 3, 1), P::TwoPass);
@@ -791,6 +793,35 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
     };
     if (c.bytes == 1) run(uint8_t{});
     else run(uint16_t{});
+  }
+}
+
+// The running box's kernels start early (programmatic dependent launch) and
+// box_bands loads rows of the source before its wait: a producer of the
+// source that lets the next kernel start at once and writes only 300 us later
+// must still be waited for. The source holds zeros until the producer's copy;
+// exact against the reference of what it copies, on three calls.
+TEST(CudaBlur, RunningBoxWaitsForAnEarlySignallingProducer) {
+  REQUIRE_GPU();
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(testing::Message() << "seed=" << seed);
+  const int w = 1000, h = 300, r = 40;
+  const auto src = random_image<uint8_t>(w, h, 1, seed, full_range<uint8_t>());
+  HostImage<uint8_t> want(w, h, 1);
+  reference::box_blur<uint8_t>(src.cplane(), want.plane(), r, r);
+  cuda::BoxBlur blur(r);
+  blur.set_path(cuda::BlurPath::Running);
+  ASSERT_EQ(blur.path_taken(w, h, 1, 1), cuda::BlurPath::Running);
+  DeviceImage<uint8_t> staged(w, h, 1, true), plane(w, h, 1, true), out(w, h, 1, true);
+  staged.upload(src);
+  cuda::CudaStream stream;
+  for (int call = 0; call < 3; ++call) {
+    SCOPED_TRACE(testing::Message() << "call " << call);
+    plane.poison(0);
+    sbtest::early_signalling_copy(staged.buf.get(), plane.buf.get(), plane.buf.size(), 300000, stream.get());
+    blur.apply<uint8_t>(Plane<const uint8_t>(plane.plane()), out.plane(), stream.get());
+    stream.synchronize();
+    EXPECT_TRUE(close_to(out.download(), want, 0));
   }
 }
 

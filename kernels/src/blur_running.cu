@@ -44,6 +44,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "blur_running.hpp"
@@ -66,10 +67,9 @@ constexpr int kItems = 8;        // box_bands: consecutive samples per thread
 // An upper bound on box_bands' static shared memory (cub's scan storage).
 constexpr std::size_t kStaticShared = 4096;
 
-// Programmatic dependent launch (sm_90 and later): scan_segments and
-// box_bands are launched while the kernel before them still runs, do what
-// does not need its results (box_bands loads its first rows of the source),
-// then wait for it. The waits return at once in a launch without the
+// Programmatic dependent launch (sm_90 and later): the three kernels are
+// launched while the kernel before them still runs, do what does not need its
+// results (box_bands loads its first rows of the source), then wait for it. The waits return at once in a launch without the
 // attribute, and compile to nothing before sm_90.
 __device__ __forceinline__ void wait_for_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -138,6 +138,11 @@ template <class T, int V>
 __global__ void __launch_bounds__(kColumnThreads)
 segment_sums(const T* __restrict__ src, std::ptrdiff_t pitch, int samples, int height, uint32_t* __restrict__ seg,
              uint32_t* __restrict__ sub, bool early) {
+  // The kernel before may write the source, or (another box before this one)
+  // still read the tables. The wait comes first: once this kernel signals,
+  // box_bands may start and read the source before its own wait, so that
+  // kernel must have ended by then.
+  wait_for_previous_kernel();
   if (early) let_next_kernel_start();
   const int s = (blockIdx.x * kColumnThreads + threadIdx.x) * V;
   if (s >= samples) return;
@@ -575,18 +580,19 @@ int band_rows(int height, int blocks_per_sm, int step) {
 // How the three kernels are launched (benchmark knob STREAMBLUR_RUNNING_PDL,
 // read once): 0, one after the other; 1, scan_segments and box_bands with
 // programmatic dependent launch, each starting as the blocks of the kernel
-// before it end; 2 (the default), as 1, and segment_sums and scan_segments let
-// the next kernel start at once (its blocks start where room is left, and
-// wait). Devices before sm_90 take 0. segment_sums itself is launched
-// plainly, after whatever the stream ran before it: box_bands reads the
-// source before its wait, which is safe only because that kernel had ended
-// before segment_sums began. (A trial with segment_sums a dependent launch
-// too, waiting before its first load, was 1.1-1.6 us faster but broke this;
-// its early signal would have to follow its wait.)
+// before it end; 2, as 1, and segment_sums and scan_segments let the next
+// kernel start at once (its blocks start where room is left, and wait); 3
+// (the default), as 2, and segment_sums too is a dependent launch, starting
+// as the kernel before it in the stream ends. Devices before sm_90 take 0.
+// box_bands reads the source before its wait, so the source's producer must
+// have ended before box_bands starts: segment_sums waits for it before it
+// signals (a first trial of mode 3 signalled before that wait, and a
+// producer that signals early would then have raced box_bands' first loads:
+// the test CudaBlur.RunningBoxWaitsForAnEarlySignallingProducer).
 int launch_mode() {
   static const int mode = [] {
     const char* e = std::getenv("STREAMBLUR_RUNNING_PDL");
-    return e ? std::clamp(std::atoi(e), 0, 2) : 2;
+    return e ? std::clamp(std::atoi(e), 0, 3) : 3;
   }();
   return mode > 0 && detail::device_attribute<cudaDevAttrComputeCapabilityMajor>() >= 9 ? mode : 0;
 }
@@ -613,7 +619,8 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
 
 template <class T, class Acc, int C, int kBlock>
 void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
-                  int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, cudaStream_t stream) {
+                  int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, bool programmatic,
+                  cudaStream_t stream) {
   static std::atomic<unsigned long long> opted{0};
   static std::atomic<int> per_sm_of[64] = {};  // per device, which may differ
   std::atomic<int>& per_sm = per_sm_of[detail::device_index() & 63];
@@ -635,17 +642,22 @@ void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t
   else inv = 1.0 / static_cast<double>(count);
   const bool aligned = reinterpret_cast<std::uintptr_t>(src) % 16 == 0 && src_pitch % 16 == 0;
   const bool out_aligned = reinterpret_cast<std::uintptr_t>(dst) % 8 == 0 && dst_pitch % 8 == 0 && width * C % 4 == 0;
-  launch("box_bands", kernel, bands, kBlock, shared, stream, launch_mode() > 0, src, src_pitch, dst, dst_pitch, width,
+  launch("box_bands", kernel, bands, kBlock, shared, stream, programmatic, src, src_pitch, dst, dst_pitch, width,
          height, rx, ry, rows, aligned, out_aligned, q, sub, segments, count, inv);
 }
 
 template <class T, class Acc, int C>
 void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
-                  int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, cudaStream_t stream) {
+                  int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, bool programmatic,
+                  cudaStream_t stream) {
+  auto go = [&](auto block) {
+    launch_bands<T, Acc, C, decltype(block)::value>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub,
+                                                    segments, programmatic, stream);
+  };
   switch (block_threads(width * C)) {
-    case 256: return launch_bands<T, Acc, C, 256>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
-    case 512: return launch_bands<T, Acc, C, 512>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
-    default: return launch_bands<T, Acc, C, 1024>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
+    case 256: return go(std::integral_constant<int, 256>{});
+    case 512: return go(std::integral_constant<int, 512>{});
+    default: return go(std::integral_constant<int, 1024>{});
   }
 }
 
@@ -686,18 +698,22 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
   const int per_thread = wide_loads ? 4 : 1;
   const dim3 grid((samples / per_thread + kColumnThreads - 1) / kColumnThreads, segments);
   const int mode = launch_mode();
-  const bool early = mode == 2;
-  launch("segment_sums", wide_loads ? segment_sums<T, 4> : segment_sums<T, 1>, grid, kColumnThreads, 0, stream, false,
-         src, src_pitch, samples, height, q, sub, early);
+  const bool early = mode >= 2;
+  launch("segment_sums", wide_loads ? segment_sums<T, 4> : segment_sums<T, 1>, grid, kColumnThreads, 0, stream,
+         mode == 3, src, src_pitch, samples, height, q, sub, early);
   launch("scan_segments", scan_segments, (samples * kScanParts + kColumnThreads - 1) / kColumnThreads, kColumnThreads,
          0, stream, mode > 0, q, samples, segments, early);
-  const bool wide = wide_sums(sizeof(T), rx, ry);
+  const bool wide = wide_sums(sizeof(T), rx, ry), programmatic = mode > 0;
+  auto bands = [&](auto acc, auto channel_count) {
+    launch_bands<T, decltype(acc), decltype(channel_count)::value>(src, src_pitch, dst, dst_pitch, width, height, rx,
+                                                                   ry, q, sub, segments, programmatic, stream);
+  };
   if (channels == 1) {
-    if (wide) launch_bands<T, unsigned long long, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
-    else launch_bands<T, uint32_t, 1>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
+    if (wide) bands(0ull, std::integral_constant<int, 1>{});
+    else bands(0u, std::integral_constant<int, 1>{});
   } else {
-    if (wide) launch_bands<T, unsigned long long, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
-    else launch_bands<T, uint32_t, 2>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, stream);
+    if (wide) bands(0ull, std::integral_constant<int, 2>{});
+    else bands(0u, std::integral_constant<int, 2>{});
   }
 }
 
