@@ -459,7 +459,7 @@ void expect_graph_equals_direct(const std::string& spec, const FrameLayout& layo
 // The running-sum boxes launch their second and third kernels early
 // (programmatic dependent launch), also inside a recorded graph: after another
 // filter, and one running box after another, on odd sizes and every plane
-// (NV12's UV pairs take them from r = 2), the graph equals direct launches.
+// (NV12's UV pairs take them from r = 1), the graph equals direct launches.
 TEST(ChainGraphs, RunningBoxesEqualDirectLaunches) {
   SBTEST_SKIP_WITHOUT_GPU();
   std::mt19937 rng(fresh_seed());

@@ -388,27 +388,26 @@ enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, Tw
 // - other boxes up to radius 32: register-blocked; running sums from
 //   kRunningFromRadius (two passes where those cannot run).
 // Interleaved channels: the wide passes for Gaussians on pairs; boxes on
-// pairs take the running sums (from kRunningFromRadiusPairs(Large)); other
+// pairs take the running sums (from kRunningFromRadiusPairs); other
 // cases the generic fused kernel up to ry = 3, else two passes.
 constexpr long long kLargePlaneSamples = 4'000'000;
 // Boxes from this radius (rx or ry) take the running sums, whose cost does
-// not grow with the radius (H200, 2026-12-02, with the last two running
-// kernels programmatic dependent launches; register / running us):
+// not grow with the radius (H200, 2026-12-02, all three running kernels
+// programmatic dependent launches; register / running us):
 // - one-channel planes beyond the register path's reach, and before it on
-//   planes of 4 M samples or more from r = 12 (4K 8-bit r = 10: 36.1 / 36.0,
-//   r = 12: 37.9 / 34.2, r = 15: 42.2 / 34.3; 16-bit r = 10: 37.7 / 38.3,
-//   r = 12: 40.9 / 36.9), and on smaller planes from r = 15 (1080p 8-bit
-//   r = 13: 14.2 / 15.1, r = 15: 14.9 / 14.6; 16-bit r = 13: 15.0 / 15.9,
-//   r = 15: 15.9 / 15.2);
+//   planes of 4 M samples or more from r = 10 (4K 8-bit r = 8: 27.3 / 33.0,
+//   r = 9: 35.3 / 34.8, r = 10: 36.1 / 34.6, r = 11: 37.5 / 32.8; 16-bit
+//   r = 9: 36.3 / 37.2, r = 10: 37.9 / 37.0, r = 11: 39.9 / 35.5), and on
+//   smaller planes from r = 11 (1080p 8-bit r = 10: 13.0 / 13.8, r = 11:
+//   13.5 / 13.3, r = 14: 14.4 / 13.9; 16-bit r = 10: 13.3 / 14.5, r = 11:
+//   13.9 / 13.9, r = 12: 14.3 / 14.0);
 // - interleaved pairs (UV), where the generic fused kernel (ry <= 3) and two
-//   passes are the alternatives: from r = 1 on planes of 4 M samples or more
-//   (1920x2160x2 8-bit r = 1: fused 50.7, running 36.5; r = 7: two passes
-//   76.2, running 37.2) and from r = 2 below (960x1080x2 8-bit r = 1: fused
-//   16.1, running 16.0; r = 3: 20.9 / 16.1; r = 7: two passes 25.3 / 16.3).
-constexpr int kRunningFromRadius = 15;
-constexpr int kRunningFromRadiusLarge = 12;
-constexpr int kRunningFromRadiusPairsLarge = 1;
-constexpr int kRunningFromRadiusPairs = 2;
+//   passes are the alternatives: from r = 1 (960x1080x2 8-bit r = 1: fused
+//   16.0, running 14.9; 16-bit 16.2 / 15.4; 1920x2160x2 8-bit r = 1: fused
+//   51.0, running 35.5; r = 8: 94.3 / 36.2).
+constexpr int kRunningFromRadius = 11;
+constexpr int kRunningFromRadiusLarge = 10;
+constexpr int kRunningFromRadiusPairs = 1;
 // One-channel Gaussians on planes of 4 M samples or more take the wide passes
 // (blur_wide.cu) from this radius, at either sample size: above the register
 // kernels' 24 bucket (4K 8-bit, with the DP2A horizontal pass: register 65.5
@@ -465,8 +464,8 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   // kernel's 20.9 and 22.4; 1920x2160x2: 39.9 against 68.0 and 73.5).
   if (path == BlurPath::Auto && wide_fits && channels == 2) return Kernel::Wide;
   if (path == BlurPath::Wide) path = BlurPath::TwoPass;
-  const int running_from = one_channel ? (large ? kRunningFromRadiusLarge : kRunningFromRadius)
-                                       : large ? kRunningFromRadiusPairsLarge : kRunningFromRadiusPairs;
+  const int running_from =
+      one_channel ? (large ? kRunningFromRadiusLarge : kRunningFromRadius) : kRunningFromRadiusPairs;
   const int wide_from = large ? kWideFromRadiusLarge : tiled::kMaxRadius + 1;
   if (path == BlurPath::Auto && running_fits && std::max(rx, ry) >= running_from) return Kernel::Running;
   if (path == BlurPath::Running && running_fits) return Kernel::Running;
