@@ -813,6 +813,7 @@ TEST(CudaBlur, RunningBoxWaitsForAnEarlySignallingProducer) {
   blur.set_path(cuda::BlurPath::Running);
   ASSERT_EQ(blur.path_taken(w, h, 1, 1), cuda::BlurPath::Running);
   DeviceImage<uint8_t> staged(w, h, 1, true), plane(w, h, 1, true), out(w, h, 1, true);
+  staged.poison(0);  // the producer copies whole pitched rows: their padding too (compute-sanitizer initcheck)
   staged.upload(src);
   cuda::CudaStream stream;
   for (int call = 0; call < 3; ++call) {
