@@ -456,8 +456,8 @@ void expect_graph_equals_direct(const std::string& spec, const FrameLayout& layo
 
 }  // namespace
 
-// The running-sum boxes launch their second and third kernels early
-// (programmatic dependent launch), also inside a recorded graph: after another
+// The running-sum boxes launch their three kernels early (programmatic
+// dependent launch), also inside a recorded graph: after another
 // filter, and one running box after another, on odd sizes and every plane
 // (NV12's UV pairs take them from r = 1), the graph equals direct launches.
 TEST(ChainGraphs, RunningBoxesEqualDirectLaunches) {

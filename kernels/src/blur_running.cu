@@ -69,8 +69,9 @@ constexpr std::size_t kStaticShared = 4096;
 
 // Programmatic dependent launch (sm_90 and later): the three kernels are
 // launched while the kernel before them still runs, do what does not need its
-// results (box_bands loads its first rows of the source), then wait for it. The waits return at once in a launch without the
-// attribute, and compile to nothing before sm_90.
+// results (box_bands loads its first rows of the source), then wait for it.
+// The waits return at once in a launch without the attribute, and compile to
+// nothing before sm_90.
 __device__ __forceinline__ void wait_for_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -709,11 +710,11 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
                                                                    ry, q, sub, segments, programmatic, stream);
   };
   if (channels == 1) {
-    if (wide) bands(0ull, std::integral_constant<int, 1>{});
-    else bands(0u, std::integral_constant<int, 1>{});
+    if (wide) bands(0ull, std::integral_constant<int, 1>{});  // the type of the row sums, the channel count
+    else bands(uint32_t{}, std::integral_constant<int, 1>{});
   } else {
     if (wide) bands(0ull, std::integral_constant<int, 2>{});
-    else bands(0u, std::integral_constant<int, 2>{});
+    else bands(uint32_t{}, std::integral_constant<int, 2>{});
   }
 }
 
