@@ -50,6 +50,7 @@ struct Buffers {
       dst.emplace_back(host.size());
       CUDA_CHECK(cudaMemcpy(src.back().get(), host.data(), host.size(), cudaMemcpyHostToDevice));
     }
+    CUDA_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its DMA lands
   }
   Plane<const T> in(int i) const { return {src[i].as<const T>(), width / channels, height, pitch, channels}; }
   Plane<T> out(int i) const { return {dst[i].as<T>(), width / channels, height, pitch, channels}; }

@@ -25,6 +25,7 @@
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "cuda_support.hpp"
 #include "sink_support.hpp"
 #include "test_support.hpp"
 
@@ -220,9 +221,11 @@ struct DeviceFrame {
     return a;
   }
   void upload(const std::array<std::vector<unsigned char>, 4>& host) {
+    // Complete on return: the chains run on a non-blocking stream, which does
+    // not wait for a pageable copy's DMA on the legacy stream.
     for (int p = 0; p < layout.num_planes; ++p)
-      CUDA_CHECK(cudaMemcpy2D(buf[p].get(), static_cast<std::size_t>(pitch[p]), host[p].data(), row[p], row[p],
-                              static_cast<std::size_t>(layout.planes[p].height), cudaMemcpyHostToDevice));
+      sbtest::upload_2d(buf[p].get(), static_cast<std::size_t>(pitch[p]), host[p].data(), row[p], row[p],
+                        static_cast<std::size_t>(layout.planes[p].height));
   }
   std::array<std::vector<unsigned char>, 4> download() const {
     std::array<std::vector<unsigned char>, 4> host;
