@@ -308,7 +308,8 @@ struct CachedChain {
 // chains configured (device weights and scratch allocated) and staging
 // buffers allocated, since the module was loaded.
 // And calls that ran as one launch of their chain's CUDA graph (FilterChain::set_graphs).
-std::atomic<long long> g_chains_configured{0}, g_staging_allocations{0}, g_graph_launches{0};
+// And calls the CuPy fast path ran (run_cupy).
+std::atomic<long long> g_chains_configured{0}, g_staging_allocations{0}, g_graph_launches{0}, g_fast_calls{0};
 
 // device: the current device, where the chain is configured.
 std::shared_ptr<CachedChain> cuda_chain_for(const std::string& spec, const FrameLayout& layout, int device) {
@@ -352,6 +353,7 @@ struct QueuedCall {
   unsigned long long stream = kNoStream;  // and on which stream (cudaStreamGetId)
   InArray src;
   OutArray dst;
+  nb::object src_obj, dst_obj;  // the fast path's arrays (it holds the Python objects)
 };
 std::vector<std::unique_ptr<QueuedCall>>& queued_calls() {
   static auto* calls = new std::vector<std::unique_ptr<QueuedCall>>();  // never destroyed: cleared at exit
@@ -412,10 +414,10 @@ void release_some_queued_calls() {
 // nothing when it waited.
 // device: the current device (the caller's, read once per call).
 // stream_id: where the event was recorded (cudaStreamGetId), or kNoStream.
-std::shared_ptr<cuda::CudaEvent> run_filter_cuda(const Image& src, const Image& dst, const std::string& spec,
-                                                 const FrameLayout& layout, bool managed, int device,
-                                                 cudaStream_t stream, unsigned long long& stream_id) {
-  const std::shared_ptr<CachedChain> entry = cuda_chain_for(spec, layout, device);
+// entry: the chain from cuda_chain_for (configured for src's shape on `device`).
+std::shared_ptr<cuda::CudaEvent> run_filter_cuda(const std::shared_ptr<CachedChain>& entry, const Image& src,
+                                                 const Image& dst, bool managed, int device, cudaStream_t stream,
+                                                 unsigned long long& stream_id) {
   std::lock_guard<std::mutex> lock(entry->in_use);
   FilterChain& chain = entry->chain;
   struct CountGraphs {  // on every return
@@ -516,8 +518,8 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
   const int device = current_device();
   {
     nb::gil_scoped_release no_gil;
-    done = run_filter_cuda(src, dst, spec, layout, managed, device, reinterpret_cast<cudaStream_t>(stream_handle),
-                           stream_id);
+    const std::shared_ptr<CachedChain> entry = cuda_chain_for(spec, layout, device);
+    done = run_filter_cuda(entry, src, dst, managed, device, reinterpret_cast<cudaStream_t>(stream_handle), stream_id);
   }
   if (done) {  // with the GIL again: the references are Python's
     auto call = std::make_unique<QueuedCall>();
@@ -528,6 +530,202 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
     call->dst = dst_arr;
     queued_calls().push_back(std::move(call));
   }
+}
+
+// ---- the fast path for CuPy arrays
+//
+// A call on two CuPy arrays on the current device, on CuPy's current stream,
+// with a spec the package built (gaussian_blur, box_blur, Chain) reads each
+// array's pointer, shape, strides, dtype and device from its attributes
+// (no DLPack capsule) and takes the configured chain and the checks' inputs
+// from a small cache keyed on the spec object and the shapes: no spec
+// parsing, no layout, no chain lookup, no pointer query for arrays whose
+// memory kind it has seen. Anything it does not know (another type, a
+// subclass, a dtype object other than numpy's own, managed memory, another
+// device, a layout the checks refuse) returns False, and the package takes
+// the general path, which reports the errors.
+struct CupyTypes {
+  nb::object ndarray;             // cupy.ndarray (exact type; subclasses take the general path)
+  nb::object get_current_stream;  // cupy.cuda.get_current_stream
+  nb::object u8, u16;             // numpy's dtype objects (cupy arrays return them)
+  nb::object attr_data, attr_ptr, attr_device_id, attr_shape, attr_strides, attr_dtype;
+};
+CupyTypes* g_cupy = nullptr;  // set once by register_cupy; guarded by the GIL
+
+void register_cupy(nb::handle ndarray, nb::handle get_current_stream, nb::handle u8, nb::handle u16) {
+  if (g_cupy) return;
+  auto* t = new CupyTypes();  // never freed: cached for the module's life
+  t->ndarray = nb::borrow(ndarray);
+  t->get_current_stream = nb::borrow(get_current_stream);
+  t->u8 = nb::borrow(u8);
+  t->u16 = nb::borrow(u16);
+  t->attr_data = nb::str("data");
+  t->attr_ptr = nb::str("ptr");
+  t->attr_device_id = nb::str("device_id");
+  t->attr_shape = nb::str("shape");
+  t->attr_strides = nb::str("strides");
+  t->attr_dtype = nb::str("dtype");
+  g_cupy = t;
+}
+
+// An attribute, or null (the error cleared): the fast path then declines.
+nb::object attr_or_null(nb::handle o, nb::handle name) {
+  PyObject* r = PyObject_GetAttr(o.ptr(), name.ptr());
+  if (!r) PyErr_Clear();
+  return nb::steal(r);
+}
+
+bool small_int(PyObject* o, int64_t& v) {
+  if (!o || !PyLong_CheckExact(o)) return false;
+  int overflow = 0;
+  v = PyLong_AsLongLongAndOverflow(o, &overflow);
+  return overflow == 0 && !(v == -1 && PyErr_Occurred());
+}
+
+struct CupyArray {
+  uintptr_t ptr = 0;
+  int device = -1;
+  int nd = 0;
+  int64_t shape[3]{}, strides[3]{};  // strides in bytes, as CuPy gives them
+  int bytes = 0;
+};
+
+// Reads what the fast path needs; false where it cannot (the general path decides).
+bool read_cupy(nb::handle o, CupyArray& a) {
+  const CupyTypes& t = *g_cupy;
+  if (Py_TYPE(o.ptr()) != reinterpret_cast<PyTypeObject*>(t.ndarray.ptr())) return false;
+  const nb::object dtype = attr_or_null(o, t.attr_dtype);
+  if (dtype.is(t.u8)) a.bytes = 1;
+  else if (dtype.is(t.u16)) a.bytes = 2;
+  else return false;
+  const nb::object shape = attr_or_null(o, t.attr_shape), strides = attr_or_null(o, t.attr_strides);
+  if (!shape || !strides || !PyTuple_CheckExact(shape.ptr()) || !PyTuple_CheckExact(strides.ptr())) return false;
+  a.nd = static_cast<int>(PyTuple_GET_SIZE(shape.ptr()));
+  if ((a.nd != 2 && a.nd != 3) || PyTuple_GET_SIZE(strides.ptr()) != a.nd) return false;
+  for (int i = 0; i < a.nd; ++i)
+    if (!small_int(PyTuple_GET_ITEM(shape.ptr(), i), a.shape[i]) || !small_int(PyTuple_GET_ITEM(strides.ptr(), i), a.strides[i]))
+      return false;
+  const nb::object data = attr_or_null(o, t.attr_data);
+  if (!data) return false;
+  const nb::object ptr = attr_or_null(data, t.attr_ptr), device = attr_or_null(data, t.attr_device_id);
+  int64_t p = 0, d = 0;
+  if (!small_int(ptr.ptr(), p) || !small_int(device.ptr(), d) || p == 0) return false;
+  a.ptr = static_cast<uintptr_t>(p);
+  a.device = static_cast<int>(d);
+  return true;
+}
+
+// The Image of a CuPy array the checks of describe() accept, or false.
+bool cupy_image(const CupyArray& a, Image& im) {
+  const int64_t h = a.shape[0], w = a.shape[1], c = a.nd == 3 ? a.shape[2] : 1;
+  if (h <= 0 || w <= 0 || c < 1 || c > 4 || h > INT32_MAX || w > INT32_MAX) return false;
+  const int64_t pixel = c * a.bytes;
+  const bool packed = (w == 1 || a.strides[1] == pixel) && (a.nd == 2 || c == 1 || a.strides[2] == a.bytes);
+  const int64_t row = h == 1 ? w * pixel : a.strides[0];
+  if (!packed || row < w * pixel || row % a.bytes != 0) return false;
+  im.data = reinterpret_cast<void*>(a.ptr);
+  im.width = static_cast<int>(w);
+  im.height = static_cast<int>(h);
+  im.channels = static_cast<int>(c);
+  im.bytes = a.bytes;
+  im.pitch = static_cast<std::ptrdiff_t>(row);
+  im.memory = Memory::Device;
+  im.device = a.device;
+  return true;
+}
+
+// Memory kinds of the last pointers seen (a CuPy pointer may be managed
+// memory: those calls take the general path, which waits for the host).
+bool plain_device_memory(uintptr_t ptr) {
+  static std::array<uintptr_t, 8> known{};  // device (not managed) pointers, most recent first
+  for (uintptr_t k : known)
+    if (k == ptr) return true;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, reinterpret_cast<void*>(ptr)) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (attr.type != cudaMemoryTypeDevice) return false;
+  std::move_backward(known.begin(), known.end() - 1, known.end());
+  known[0] = ptr;
+  return true;
+}
+
+// The chains the fast path used last, by spec object (held) and shape.
+struct FastKey {
+  nb::object spec;  // the package's spec string object: compared by identity
+  std::array<int, 5> shape{};  // width, height, channels, bytes, device
+};
+std::vector<std::pair<FastKey, std::shared_ptr<CachedChain>>>& fast_chains() {
+  static auto* v = new std::vector<std::pair<FastKey, std::shared_ptr<CachedChain>>>();  // guarded by the GIL
+  return *v;
+}
+
+// True when it ran `spec` from src into dst; false when the call is not one
+// it takes (nothing done: the caller runs the general path).
+// stream: None for CuPy's current stream, an int handle, or an object with
+// an int .ptr (a CuPy Stream); anything else declines.
+bool run_cupy(nb::handle src_obj, nb::handle dst_obj, nb::handle spec, nb::handle stream) {
+  if (!g_cupy || !PyUnicode_CheckExact(spec.ptr())) return false;
+  CupyArray a, b;
+  Image src, dst;
+  if (!read_cupy(src_obj, a) || !read_cupy(dst_obj, b) || !cupy_image(a, src) || !cupy_image(b, dst)) return false;
+  if (src.width != dst.width || src.height != dst.height || src.channels != dst.channels || src.bytes != dst.bytes ||
+      a.nd != b.nd)
+    return false;
+  const auto* s0 = static_cast<const unsigned char*>(src.data);
+  const auto* d0 = static_cast<const unsigned char*>(dst.data);
+  if (!(s0 == d0 && src.pitch == dst.pitch) && s0 < d0 + dst.extent() && d0 < s0 + src.extent()) return false;
+  const int device = current_device();
+  if (src.device != device || dst.device != device) return false;
+  if (!plain_device_memory(a.ptr) || !plain_device_memory(b.ptr)) return false;
+  int64_t stream_handle = 0;
+  if (stream.is_none()) {
+    if (!small_int(attr_or_null(g_cupy->get_current_stream(), g_cupy->attr_ptr).ptr(), stream_handle)) return false;
+  } else if (!small_int(PyLong_CheckExact(stream.ptr()) ? stream.ptr() : attr_or_null(stream, g_cupy->attr_ptr).ptr(),
+                        stream_handle) ||
+             stream_handle < 0) {
+    return false;
+  }
+
+  const std::array<int, 5> shape{src.width, src.height, src.channels, src.bytes, device};
+  auto& chains = fast_chains();
+  std::shared_ptr<CachedChain> entry;
+  for (auto& [key, chain] : chains)
+    if (key.spec.is(spec) && key.shape == shape) {
+      entry = chain;
+      break;
+    }
+  if (!entry) {
+    const std::string text = nb::cast<std::string>(spec);
+    const FrameLayout layout = one_plane_layout(src);
+    {
+      nb::gil_scoped_release no_gil;
+      entry = cuda_chain_for(text, layout, device);  // parses and configures on a miss; throws for a bad spec
+    }
+    constexpr std::size_t kFastChains = 8;
+    if (chains.size() >= kFastChains) chains.erase(chains.begin());
+    chains.emplace_back(FastKey{nb::borrow(spec), shape}, entry);
+  }
+
+  release_some_queued_calls();
+  std::shared_ptr<cuda::CudaEvent> done;
+  unsigned long long stream_id = kNoStream;
+  {
+    nb::gil_scoped_release no_gil;
+    done = run_filter_cuda(entry, src, dst, false, device,
+                           reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(stream_handle)), stream_id);
+  }
+  ++g_fast_calls;
+  if (!done) return true;  // (device output always returns its event)
+  auto call = std::make_unique<QueuedCall>();
+  call->done = std::move(done);
+  call->device = device;
+  call->stream = stream_id;
+  call->src_obj = nb::borrow(src_obj);
+  call->dst_obj = nb::borrow(dst_obj);
+  queued_calls().push_back(std::move(call));
+  return true;
 }
 
 std::string check_chain(const std::string& spec) {
@@ -1167,6 +1365,7 @@ nb::dict cuda_cache_stats() {
   d["chains_configured"] = g_chains_configured.load();
   d["staging_allocations"] = g_staging_allocations.load();
   d["graph_launches"] = g_graph_launches.load();
+  d["fast_calls"] = g_fast_calls.load();
   return d;
 }
 
@@ -1201,6 +1400,11 @@ NB_MODULE(_streamblur, m) {
   m.def("current_device", &current_device, "The current CUDA device of the calling thread.");
   m.def("run_filter", &run_filter, "src"_a, "dst"_a, "spec"_a, "backend"_a, "stream"_a,
         "Runs filter chain `spec` from src into dst (same shape and dtype; dst may be src).");
+  m.def("run_cupy", &run_cupy, "src"_a, "dst"_a, "spec"_a, "stream"_a.none(),
+        "The fast path of run_filter for two CuPy arrays on CuPy's current stream; False where it does not apply "
+        "(nothing was done).");
+  m.def("register_cupy", &register_cupy, "ndarray"_a, "get_current_stream"_a, "uint8"_a, "uint16"_a,
+        "Gives the fast path CuPy's array type, its current-stream function and numpy's uint8/uint16 dtypes.");
   m.def("check_chain", &check_chain, "spec"_a, "Parses a filter chain; returns its description.");
   m.def("filter_list", &filter_list);
   m.def("filter_help", &filter_help, "name"_a);

@@ -126,9 +126,18 @@ def _framework(obj: Any) -> str:
             fw = "torch"
         else:
             fw = "other"
+    if fw == "cupy":
+        _register_cupy(t)
     if len(_FRAMEWORK_OF_TYPE) < 64:
         _FRAMEWORK_OF_TYPE[t] = fw
     return fw
+
+
+def _register_cupy(t: type) -> None:
+    """Gives the extension's fast path (_ext.run_cupy) CuPy's array type, once CuPy's arrays are seen."""
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and t is getattr(cupy, "ndarray", None):
+        _ext.register_cupy(cupy.ndarray, cupy.cuda.get_current_stream, np.dtype(np.uint8), np.dtype(np.uint16))
 
 
 def _pixels_packed(shape, strides, itemsize: int) -> bool:
@@ -252,6 +261,13 @@ def _check_out(out: Any, img: Any) -> Any:
     return out
 
 
+# Calls on CuPy arrays with out= first try the extension's fast path
+# (_ext.run_cupy: the arrays' attributes read in C++, the chain from a cache
+# keyed on the spec object and the shape), which declines, doing nothing,
+# whatever it does not know; _run is the general path and gives the errors.
+_FAST_BACKENDS = ("auto", "cuda")
+
+
 def _run(spec: str, img: Any, out: Any, stream: Any, backend: str) -> Any:
     if backend not in ("auto", "cpu", "cuda"):
         raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', got {backend!r}")
@@ -285,20 +301,22 @@ def _integer(x: Any, name: str) -> int:
 
 
 # Specs already built, by the arguments and their types (True must not pass
-# for radius 1): repeated calls skip the checks and the formatting.
-_SPECS: dict = {}
+# for radius 1), one table per filter: repeated calls skip the checks and the
+# formatting, and get the same str object (the fast path's cache compares
+# specs by identity).
+_GBLUR_SPECS: dict = {}
+_BOXBLUR_SPECS: dict = {}
 
 
-def _cached_spec(kind: str, build: Callable[..., str], *args: Any) -> str:
-    key = (kind,) + tuple((type(a), a) for a in args)
+def _cached_spec(table: dict, key: tuple, build: Callable[..., str], *args: Any) -> str:
     try:
-        return _SPECS[key]
+        return table[key]
     except (KeyError, TypeError):  # TypeError: an unhashable argument
         pass
     spec = build(*args)
     try:
-        if len(_SPECS) < 256:
-            _SPECS[key] = spec
+        if len(table) < 256:
+            table[key] = spec
     except TypeError:
         pass
     return spec
@@ -336,7 +354,14 @@ def gaussian_blur(img: Any, sigma: float, radius: Optional[int] = None, *, out: 
     array on the same device for CUDA input, managed for managed input), or
     ``out`` when given. See the module docstring for ``stream`` and ``backend``.
     """
-    return _run(_cached_spec("gblur", _gblur_spec, sigma, radius), img, out, stream, backend)
+    key = (sigma, radius, type(sigma), type(radius))
+    try:
+        spec = _GBLUR_SPECS[key]
+    except (KeyError, TypeError):
+        spec = _cached_spec(_GBLUR_SPECS, key, _gblur_spec, sigma, radius)
+    if out is not None and backend in _FAST_BACKENDS and _ext.run_cupy(img, out, spec, stream):
+        return out
+    return _run(spec, img, out, stream, backend)
 
 
 def box_blur(img: Any, radius: int, *, out: Any = None, stream: Any = None, backend: str = "auto") -> Any:
@@ -344,7 +369,14 @@ def box_blur(img: Any, radius: int, *, out: Any = None, stream: Any = None, back
 
     radius: 0 .. 4096 (0 copies the image). Arrays as for :func:`gaussian_blur`.
     """
-    return _run(_cached_spec("boxblur", _boxblur_spec, radius), img, out, stream, backend)
+    key = (radius, type(radius))
+    try:
+        spec = _BOXBLUR_SPECS[key]
+    except (KeyError, TypeError):
+        spec = _cached_spec(_BOXBLUR_SPECS, key, _boxblur_spec, radius)
+    if out is not None and backend in _FAST_BACKENDS and _ext.run_cupy(img, out, spec, stream):
+        return out
+    return _run(spec, img, out, stream, backend)
 
 
 class Chain:
@@ -364,6 +396,8 @@ class Chain:
         self.description = _ext.check_chain(spec)  # ValueError for a bad spec
 
     def __call__(self, img: Any, *, out: Any = None, stream: Any = None, backend: str = "auto") -> Any:
+        if out is not None and backend in _FAST_BACKENDS and _ext.run_cupy(img, out, self.spec, stream):
+            return out
         return _run(self.spec, img, out, stream, backend)
 
     def __repr__(self) -> str:

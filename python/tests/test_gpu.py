@@ -309,3 +309,101 @@ def test_held_arrays_are_let_go_per_stream(cupy):
     want = streamblur.gaussian_blur(cp.asnumpy(small), 1.0, backend="cpu")
     for out in outs:
         assert max_diff(cp.asnumpy(out), want) <= 1
+
+
+def fast_calls():
+    return support.cuda_cache_stats()["fast_calls"]
+
+
+@pytest.mark.parametrize("shape", SHAPES[:4] + [(33, 70, 2)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16], ids=lambda d: np.dtype(d).name)
+def test_cupy_fast_path_equals_the_references(cupy, dtype, shape):
+    # Calls on CuPy arrays with out= run through the extension's fast path
+    # (the arrays' attributes read in C++, the chain from its cache): every
+    # call below must take it and give the independent references' result,
+    # on packed arrays, on rows padded inside a wider array and in place.
+    cp = cupy
+    host = pattern(shape, dtype, seed=11)
+    wide = cp.zeros((shape[0], shape[1] + 5) + tuple(shape[2:]), dtype)
+    padded = wide[:, 2:2 + shape[1]]  # rows strided past their pixels, not at the allocation's start
+    padded[...] = cp.asarray(host)
+    packed = cp.asarray(host)
+    gref = support.reference_gaussian_blur(host, 1.5)
+    bref = support.reference_box_blur(host, 2)
+    before = fast_calls()
+    for img in (packed, padded):
+        out = cp.full(shape, 7, dtype)
+        assert streamblur.gaussian_blur(img, 1.5, out=out) is out
+        assert max_diff(cp.asnumpy(out), gref) <= 1
+        out_wide = cp.full(wide.shape, 7, dtype)
+        out_view = out_wide[:, 3:3 + shape[1]]
+        assert streamblur.box_blur(img, 2, out=out_view) is out_view
+        np.testing.assert_array_equal(cp.asnumpy(out_view), bref)
+        np.testing.assert_array_equal(cp.asnumpy(out_wide[:, :3]), 7)  # nothing written outside the view
+        np.testing.assert_array_equal(cp.asnumpy(out_wide[:, 3 + shape[1]:]), 7)
+    in_place = cp.asarray(host)
+    assert streamblur.box_blur(in_place, 2, out=in_place) is in_place
+    np.testing.assert_array_equal(cp.asnumpy(in_place), bref)
+    chain_out = cp.empty_like(packed)
+    streamblur.Chain("gblur=sigma=1.5,boxblur=radius=2")(packed, out=chain_out)
+    assert max_diff(cp.asnumpy(chain_out), support.reference_box_blur(gref, 2)) <= 1
+    assert fast_calls() - before == 6, "every call above takes the fast path"
+
+
+def test_cupy_fast_path_streams_and_cache(cupy):
+    # stream=None is CuPy's current stream; a CuPy Stream and an int handle
+    # are taken too. Repeated calls configure nothing new; a new sigma or
+    # radius is a new spec, not the cached one.
+    cp = cupy
+    host = pattern((120, 97), np.uint8, seed=12)
+    x = cp.asarray(host)
+    out = cp.empty_like(x)
+    s = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.Device().synchronize()
+    before = support.cuda_cache_stats()
+    with s:  # the current stream: the blur must be ordered on it, not on the legacy stream
+        for sigma in (1.0, 2.0, 1.0, 2.0):
+            x2 = x.copy()  # queued on s
+            streamblur.gaussian_blur(x2, sigma, out=out)
+            got = cp.asnumpy(out)  # on s
+            assert max_diff(got, support.reference_gaussian_blur(host, sigma)) <= 1, f"sigma {sigma}"
+    streamblur.box_blur(x, 3, out=out, stream=s)
+    s.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(out), support.reference_box_blur(host, 3))
+    streamblur.box_blur(x, 1, out=out, stream=s.ptr)
+    s.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(out), support.reference_box_blur(host, 1))
+    after = support.cuda_cache_stats()
+    assert after["fast_calls"] - before["fast_calls"] == 6
+    assert after["chains_configured"] - before["chains_configured"] <= 4, "one chain per spec, none per call"
+    for _ in range(20):
+        streamblur.gaussian_blur(x, 2.0, out=out, stream=s)
+    s.synchronize()
+    assert support.cuda_cache_stats()["chains_configured"] == after["chains_configured"]
+
+
+def test_cupy_fast_path_declines_what_it_does_not_check(cupy):
+    # Overlaps, mismatched shapes or dtypes, unpacked pixels, other dtypes, a
+    # bad stream and a host output are left to the general path, which gives
+    # its errors (or, for the host output, the result): the fast path runs
+    # none of them.
+    cp = cupy
+    big = cp.asarray(pattern((50, 40), np.uint8, seed=13))
+    before = fast_calls()
+    with pytest.raises(ValueError, match="overlaps"):
+        streamblur.box_blur(big[:-1], 1, out=big[1:])
+    with pytest.raises(ValueError, match="shape"):
+        streamblur.box_blur(big, 1, out=cp.empty((50, 41), cp.uint8))
+    with pytest.raises(TypeError, match="dtype"):
+        streamblur.box_blur(big, 1, out=cp.empty((50, 40), cp.uint16))
+    with pytest.raises(ValueError, match="C-contiguous pixels"):
+        streamblur.box_blur(big, 1, out=cp.empty((40, 50), cp.uint8).T)
+    with pytest.raises(TypeError, match="float32"):
+        f = cp.zeros((4, 4), cp.float32)
+        streamblur.box_blur(f, 1, out=cp.zeros_like(f))
+    with pytest.raises(TypeError, match="stream="):
+        streamblur.box_blur(big, 1, out=cp.empty_like(big), stream=True)
+    host_out = np.empty((50, 40), np.uint8)  # a CuPy image into a numpy array: the general path's copy
+    assert streamblur.box_blur(big, 1, out=host_out) is host_out
+    np.testing.assert_array_equal(host_out, support.reference_box_blur(cp.asnumpy(big), 1))
+    assert fast_calls() == before
