@@ -133,11 +133,19 @@ def _framework(obj: Any) -> str:
     return fw
 
 
+# CuPy's array type and cupy.empty, once CuPy arrays have been seen (the
+# fast path allocates outputs with it).
+_CUPY_NDARRAY: Any = None
+_CUPY_EMPTY: Any = None
+
+
 def _register_cupy(t: type) -> None:
     """Gives the extension's fast path (_ext.run_cupy) CuPy's array type, once CuPy's arrays are seen."""
+    global _CUPY_NDARRAY, _CUPY_EMPTY
     cupy = sys.modules.get("cupy")
     if cupy is not None and t is getattr(cupy, "ndarray", None):
         _ext.register_cupy(cupy.ndarray, cupy.cuda.get_current_stream, np.dtype(np.uint8), np.dtype(np.uint16))
+        _CUPY_NDARRAY, _CUPY_EMPTY = cupy.ndarray, cupy.empty
 
 
 def _pixels_packed(shape, strides, itemsize: int) -> bool:
@@ -261,11 +269,22 @@ def _check_out(out: Any, img: Any) -> Any:
     return out
 
 
-# Calls on CuPy arrays with out= first try the extension's fast path
-# (_ext.run_cupy: the arrays' attributes read in C++, the chain from a cache
-# keyed on the spec object and the shape), which declines, doing nothing,
-# whatever it does not know; _run is the general path and gives the errors.
+# Calls on CuPy arrays first try the extension's fast path (_ext.run_cupy:
+# the arrays' attributes read in C++, the chain from a cache keyed on the
+# spec object and the shape), which declines, doing nothing, whatever it does
+# not know; _run is the general path and gives the errors. Without out= the
+# output is allocated here first, as the general path would (cupy.empty of
+# the image's shape and dtype), and handed to whichever path runs.
 _FAST_BACKENDS = ("auto", "cuda")
+
+
+def _call(spec: str, img: Any, out: Any, stream: Any, backend: str) -> Any:
+    if backend in _FAST_BACKENDS:
+        if out is None and type(img) is _CUPY_NDARRAY:
+            out = _CUPY_EMPTY(img.shape, dtype=img.dtype)
+        if out is not None and _ext.run_cupy(img, out, spec, stream):
+            return out
+    return _run(spec, img, out, stream, backend)
 
 
 def _run(spec: str, img: Any, out: Any, stream: Any, backend: str) -> Any:
@@ -359,9 +378,7 @@ def gaussian_blur(img: Any, sigma: float, radius: Optional[int] = None, *, out: 
         spec = _GBLUR_SPECS[key]
     except (KeyError, TypeError):
         spec = _cached_spec(_GBLUR_SPECS, key, _gblur_spec, sigma, radius)
-    if out is not None and backend in _FAST_BACKENDS and _ext.run_cupy(img, out, spec, stream):
-        return out
-    return _run(spec, img, out, stream, backend)
+    return _call(spec, img, out, stream, backend)
 
 
 def box_blur(img: Any, radius: int, *, out: Any = None, stream: Any = None, backend: str = "auto") -> Any:
@@ -374,9 +391,7 @@ def box_blur(img: Any, radius: int, *, out: Any = None, stream: Any = None, back
         spec = _BOXBLUR_SPECS[key]
     except (KeyError, TypeError):
         spec = _cached_spec(_BOXBLUR_SPECS, key, _boxblur_spec, radius)
-    if out is not None and backend in _FAST_BACKENDS and _ext.run_cupy(img, out, spec, stream):
-        return out
-    return _run(spec, img, out, stream, backend)
+    return _call(spec, img, out, stream, backend)
 
 
 class Chain:
@@ -396,9 +411,7 @@ class Chain:
         self.description = _ext.check_chain(spec)  # ValueError for a bad spec
 
     def __call__(self, img: Any, *, out: Any = None, stream: Any = None, backend: str = "auto") -> Any:
-        if out is not None and backend in _FAST_BACKENDS and _ext.run_cupy(img, out, self.spec, stream):
-            return out
-        return _run(self.spec, img, out, stream, backend)
+        return _call(self.spec, img, out, stream, backend)
 
     def __repr__(self) -> str:
         return f"Chain({self.spec!r})"
