@@ -533,7 +533,9 @@ def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional
     progress: called (from a pipeline thread, with the GIL) about four times a
     second and once at the end with a dict: frames, total_estimate, elapsed_s,
     fps, media_time_s, duration_s, final. An exception it raises stops the run
-    and is raised here. Returns the run's statistics as a dict: frames, fps,
+    as Ctrl-C does (the frames already done are written as a playable file;
+    raised from the final call, the output is complete) and is raised here.
+    Returns the run's statistics as a dict: frames, fps,
     wall_s, backend, decoder ('cpu' or 'nvdec'), device (-1: none),
     gpu_memory_bytes, filters, input_format, processing_format,
     bounding_stage, stages (busy/blocked seconds per stage), ...

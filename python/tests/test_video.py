@@ -47,6 +47,10 @@ def test_progress_exception_stops_and_propagates(clip, tmp_path):
 
     with pytest.raises(Stop, match="user stopped"):
         streamblur.process_video(clip, tmp_path / "out.mkv", codec="ffv1", progress=progress)
+    # As after Ctrl-C: the frames done (at least the one before the first
+    # progress call) are written as a finished file; no temporary is left.
+    assert (tmp_path / "out.mkv").stat().st_size > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mkv", "out.mkv"]
 
 
 def test_bad_filter_spec(clip, tmp_path):
