@@ -534,8 +534,9 @@ void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, cons
 
 // ---- the fast path for CuPy arrays
 //
-// A call on two CuPy arrays on the current device, on CuPy's current stream,
-// with a spec the package built (gaussian_blur, box_blur, Chain) reads each
+// A call on two CuPy arrays on the current device, on CuPy's current stream
+// or a given one, with a spec the package built (gaussian_blur, box_blur,
+// Chain: the same str object on every call with the same arguments) reads each
 // array's pointer, shape, strides, dtype and device from its attributes
 // (no DLPack capsule) and takes the configured chain and the checks' inputs
 // from a small cache keyed on the spec object and the shapes: no spec

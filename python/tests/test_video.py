@@ -53,6 +53,46 @@ def test_progress_exception_stops_and_propagates(clip, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mkv", "out.mkv"]
 
 
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_progress_exception_mid_run_keeps_the_frames_done(backend, tmp_path, request):
+    # The exception above usually comes from the final call (a 12-frame clip
+    # ends within the first quarter second); here it comes from the first
+    # call during the run, on each backend: the run stops early, the frames
+    # done are in a finished file and the exception is raised. A fast machine
+    # may finish the first clip before the first call: then a longer one.
+    if backend == "cuda":
+        request.getfixturevalue("gpu")  # skips without a GPU (fails with STREAMBLUR_REQUIRE_GPU=1)
+
+    class Stop(Exception):
+        pass
+
+    for total, (w, h) in ((240, (160, 120)), (2400, (320, 240))):
+        src, out = tmp_path / f"in{total}.mkv", tmp_path / f"out{total}.mkv"
+        support.write_test_clip(src, width=w, height=h, frames=total, codec="ffv1")
+        seen = []
+
+        def progress(p):
+            seen.append(p)
+            if not p["final"]:
+                raise Stop("user stopped")
+
+        try:
+            streamblur.process_video(src, out, vf="gblur=sigma=12", codec="ffv1", backend=backend, inflight=2,
+                                     progress=progress)
+        except Stop:
+            pass
+        else:
+            assert [p["final"] for p in seen] == [True]
+            continue  # ended before the first call during the run
+        assert [p["final"] for p in seen] == [False], "no call after the one that raised"
+        with streamblur.frames(str(out), device="cpu", backend="cpu") as it:
+            written = sum(1 for _ in it)
+        assert seen[0]["frames"] <= written < total, "the run ended early with the frames done written"
+        assert not any(p.name.startswith(".") for p in tmp_path.iterdir()), "a temporary output was left"
+        return
+    pytest.fail("every run ended before the first progress call during the run")
+
+
 def test_bad_filter_spec(clip, tmp_path):
     with pytest.raises(ValueError, match="unknown|blurry"):
         streamblur.process_video(clip, tmp_path / "out.mkv", vf="blurry=2")
