@@ -17,7 +17,8 @@ fail, "missed" when they pass, "build" when it does not compile. It prints a
 table and exits 1 when any mutation is missed or stale.
 
 A mutation marked gpu=True lives in code that only the GPU runs; without
---gpu it is listed as "not run". With --gpu the tests run with
+--gpu it is listed as "not run". One marked python=True is caught by the
+pytest suite only; without --python it is listed as "not run". With --gpu the tests run with
 STREAMBLUR_REQUIRE_GPU=1, so a GPU test that skips counts as a failure of
 the set-up, not as a pass.
 """
@@ -39,6 +40,7 @@ class Mutation:
     old: str
     new: str
     gpu: bool = False
+    python: bool = False  # caught by the pytest suite only: run with --python
 
 
 M = Mutation
@@ -198,6 +200,12 @@ MUTATIONS = [
     M("no-chapters", "metadata", "io/src/writer.cpp",
       "av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0);",
       "av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0); oc->nb_chapters = 0;"),
+    # ---- the Python module
+    M("progress-exception-no-stop", "stop", "python/src/streamblur_ext.cpp",
+      "      stop.store(true);\n", "      /* mutation: the run goes on */\n", python=True),
+    M("cupy-fast-path-packed-pitch", "borders", "python/src/streamblur_ext.cpp",
+      "  im.pitch = static_cast<std::ptrdiff_t>(row);\n", "  im.pitch = static_cast<std::ptrdiff_t>(w * pixel);\n",
+      gpu=True, python=True),
 ]
 
 
@@ -223,7 +231,7 @@ def main():
     chosen = [m for m in MUTATIONS if not a.k or any(k in m.name or k in m.kind for k in a.k)]
     if a.list:
         for m in chosen:
-            print(f"{m.name:34} {m.kind:12} {m.path}{'  (gpu)' if m.gpu else ''}")
+            print(f"{m.name:34} {m.kind:12} {m.path}{'  (gpu)' if m.gpu else ''}{'  (python)' if m.python else ''}")
         return 0
 
     # Beside the checkout, so a ccache with base_dir above both hits the unmutated files.
@@ -264,7 +272,7 @@ def main():
 
     results = []
     for m in chosen:
-        if m.gpu and not a.gpu:
+        if (m.gpu and not a.gpu) or (m.python and not a.python):
             results.append((m, "not run", 0.0))
             continue
         path = os.path.join(src, m.path)
