@@ -1001,7 +1001,15 @@ TEST(PipelineRun, NullSinkWithoutFiltersAndNotes) {
 // A clip long enough that the progress callback (about 4 times a second)
 // comes before the end; the stop flag is set from it. A fast machine may
 // finish the first clip within a quarter of a second: then a longer one.
-TEST(PipelineRun, StopFromProgressCallbackFinalisesOutput) {
+// On each backend (the CUDA one drains frames in flight from the GPU).
+class PipelineStop : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::Cuda) SBTEST_SKIP_WITHOUT_GPU();
+  }
+};
+
+TEST_P(PipelineStop, StopFromProgressCallbackFinalisesOutput) {
   for (const int total : {240, 1200}) {
     TempDir dir;
     const std::string in = dir.file("in.mkv"), out = dir.file("out.mkv");
@@ -1011,7 +1019,7 @@ TEST(PipelineRun, StopFromProgressCallbackFinalisesOutput) {
     io::write_synthetic_clip(in, spec);
 
     std::atomic<bool> stop{false};
-    PipelineOptions o = options_for(in, out, "gblur=sigma=12", Backend::Cpu);
+    PipelineOptions o = options_for(in, out, "gblur=sigma=12", GetParam());
     o.inflight = 2;
     o.stop = &stop;
     bool final_seen = false;
@@ -1041,6 +1049,9 @@ TEST(PipelineRun, StopFromProgressCallbackFinalisesOutput) {
   }
   GTEST_SKIP() << "every run ended before the first progress call";
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, PipelineStop, ::testing::Values(Backend::Cpu, Backend::Cuda),
+                         [](const ::testing::TestParamInfo<Backend>& info) { return backend_param_name(info.param); });
 
 // The stop flag set by another thread once the output has started.
 TEST(PipelineRun, StopFromAnotherThread) {
