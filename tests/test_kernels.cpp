@@ -776,6 +776,13 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
       {{131, 129}, 2, 1, 9, 130},  {{61, 71}, 2, 2, 200, 1},   {{2049, 67}, 1, 1, 17, 33},
       {{2049, 19}, 2, 1, 5, 21},   {{4100, 9}, 1, 2, 40, 2},   {{8192, 3}, 1, 1, 2, 5},
       {{90, 150}, 1, 2, 300, 300},  // 64-bit row sums
+      // 64-bit row sums with windows inside the row (the 4-output prefix
+      // loads, at even and odd offsets), 16 bit and 8 bit.
+      {{700, 40}, 1, 2, 131, 130}, {{600, 20}, 2, 2, 129, 140}, {{4300, 6}, 1, 1, 2100, 2100},
+      // Windows just as wide as the row (rx = width - 1: the whole-row
+      // variant) and one sample narrower (the prefixes).
+      {{200, 30}, 1, 1, 199, 5},   {{200, 30}, 1, 1, 198, 5},  {{120, 20}, 2, 2, 119, 2},
+      {{120, 20}, 2, 2, 118, 2},   {{4097, 5}, 1, 2, 4096, 9}, {{4098, 5}, 1, 2, 4096, 9},
       {{33, 40}, 1, 1, 4096, 7},   {{40, 33}, 2, 1, 0, 4096},
       {{64, 2500}, 1, 1, 9, 700},  {{37, 2300}, 2, 2, 3, 40},  {{1001, 1061}, 1, 2, 150, 31},
   };
@@ -794,6 +801,29 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
     if (c.bytes == 1) run(uint8_t{});
     else run(uint16_t{});
   }
+}
+
+// The 64-bit row sums at their largest: a constant plane's box is that
+// constant, for the largest and smallest nonzero samples, at the largest
+// windows (the quotient's estimate from the sum's two halves, then its
+// one-step correction, at the top of their range).
+TEST(CudaBlur, RunningBoxWideSumsOfConstantPlanes) {
+  REQUIRE_GPU();
+  auto run = [](auto zero, Size s, int channels, int r) {
+    using T = decltype(zero);
+    for (unsigned v : {unsigned{full_range<T>()}, full_range<T>() - 1u, 1u, 0u}) {
+      SCOPED_TRACE(testing::Message() << s.w << "x" << s.h << "x" << channels << " bytes=" << sizeof(T) << " r=" << r
+                                      << " value=" << v);
+      HostImage<T> src(s.w, s.h, channels);
+      src.fill(static_cast<T>(v));
+      cuda::BoxBlur blur(r);
+      check_forced_path<T>(blur, cuda::BlurPath::Running, true, src, src, 0);
+    }
+  };
+  run(uint8_t{}, {4300, 5}, 1, 4096);
+  run(uint8_t{}, {4300, 5}, 1, 2100);
+  run(uint16_t{}, {700, 9}, 1, 4096);
+  run(uint16_t{}, {700, 9}, 2, 200);
 }
 
 // The running box's kernels start early (programmatic dependent launch) and
@@ -986,8 +1016,11 @@ TEST(CudaBlur, RacecheckSet) {
   for (int r : {1, 4, 8, 32, 70}) gpu_box_case<uint8_t>({260, 70}, 1, r);  // 70: running sums
   gpu_box_case<uint16_t>({131, 70}, 2, 9);
   // The running sums' 64-bit row sums and their 1024-thread blocks (rows
-  // over 4096 samples).
+  // over 4096 samples); windows wider than the row (the band kernel's
+  // whole-row variant: 64-bit, then 32-bit sums of one and two channels).
   gpu_box_case<uint16_t>({131, 40}, 1, 200);
+  gpu_box_case<uint8_t>({100, 40}, 1, 120);
+  gpu_box_case<uint8_t>({64, 30}, 2, 70);
   gpu_box_case<uint8_t>({4100, 6}, 1, 40);
   gpu_gauss_case<uint16_t>({131, 40}, 2, 1.0);
   gpu_gauss_case<uint8_t>({600, 70}, 1, 15.0);  // wide (and every other path)

@@ -35,6 +35,7 @@
 // Global traffic per sample: the source is read once from memory (segment
 // sums) and about three more times, mostly from L2 (a row entering, a row
 // leaving, and the rows the band starts add up); the output is written once.
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
 
@@ -243,9 +244,38 @@ __device__ __forceinline__ uint32_t divide_round(uint32_t sum, uint32_t count, c
   return (t + ((n - t) >> 1)) >> dv.shift;
 }
 
+// The same for the 64-bit window sums of the widest windows (below 2^43:
+// 8193^2 x 65535), whose quotients fit 16 bits and whose divisors 27 bits
+// (8193^2). A float estimate from the sum's two 32-bit halves is within 2^-6
+// of the true quotient (four roundings of 2^-24 relative each, times at most
+// 65536), so its integer part is off by at most one; the remainder of that
+// estimate lies in [-d, 2d) and so is exact in 32-bit wrapping arithmetic,
+// and one step fixes the estimate. It replaced a double quotient (a 64-bit
+// to double conversion and back, and a 64-bit product, per output).
+struct WideDivider {
+  float inv;          // 1 / d
+  float two32_inv;    // 2^32 / d
+  uint32_t d, half;
+};
+inline WideDivider make_wide_divider(unsigned long long d) {
+  return {static_cast<float>(1.0 / static_cast<double>(d)), static_cast<float>(4294967296.0 / static_cast<double>(d)),
+          static_cast<uint32_t>(d), static_cast<uint32_t>(d / 2)};
+}
+__device__ __forceinline__ uint32_t divide_round(unsigned long long sum, unsigned long long count,
+                                                 const WideDivider& dv) {
+  (void)count;
+  const unsigned long long n = sum + dv.half;
+  const uint32_t hi = static_cast<uint32_t>(n >> 32), lo = static_cast<uint32_t>(n);
+  uint32_t q = __float2uint_rz(fmaf(__uint2float_rn(hi), dv.two32_inv, __uint2float_rn(lo) * dv.inv));
+  const int rem = static_cast<int>(lo - q * dv.d);  // n - q d, which is in [-d, 2d)
+  if (rem < 0) --q;
+  else if (rem >= static_cast<int>(dv.d)) ++q;
+  return q;
+}
+
 template <class Acc> struct Quotient;
 template <> struct Quotient<uint32_t> { using Inv = Divider; };
-template <> struct Quotient<unsigned long long> { using Inv = double; };
+template <> struct Quotient<unsigned long long> { using Inv = WideDivider; };
 
 
 // A thread's kItems consecutive samples of a row, packed into 32-bit words.
@@ -314,9 +344,11 @@ constexpr int rows_per_step() {
 }
 
 // G prefix rows, and 8 entries past the last one that the 4-output loads may
-// touch (their values unused).
-template <class Acc, int C, int kBlock>
+// touch (their values unused); for windows wider than the row (kWhole), G
+// rows of each channel's two edge sums and row total.
+template <class Acc, int C, int kBlock, bool kWhole = false>
 constexpr std::size_t band_shared_bytes() {
+  if constexpr (kWhole) return static_cast<std::size_t>(rows_per_step<Acc, kBlock>()) * 3 * C * sizeof(Acc);
   return (static_cast<std::size_t>(rows_per_step<Acc, kBlock>()) * prefix_stride<Acc>(kBlock * kItems + C) + 8) *
          sizeof(Acc);
 }
@@ -335,9 +367,17 @@ __device__ __forceinline__ void load4(const uint32_t* P, int i, uint32_t (&v)[4]
   else if (m == 2) { v[0] = a.z; v[1] = a.w; v[2] = b.x; v[3] = b.y; }
   else { v[0] = a.w; v[1] = b.x; v[2] = b.y; v[3] = b.z; }
 }
+// The same for 64-bit prefixes: two aligned 16-byte loads where i is even,
+// three where it is odd (i % 2 is the same across a warp).
 __device__ __forceinline__ void load4(const unsigned long long* P, int i, unsigned long long (&v)[4]) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) v[j] = P[i + j];
+  const ulonglong2* p = reinterpret_cast<const ulonglong2*>(P + (i & ~1));
+  const ulonglong2 a = p[0], b = p[1];
+  if ((i & 1) == 0) {
+    v[0] = a.x; v[1] = a.y; v[2] = b.x; v[3] = b.y;
+    return;
+  }
+  const ulonglong2 c = p[2];
+  v[0] = a.y; v[1] = b.x; v[2] = b.y; v[3] = c.x;
 }
 template <class T>
 __device__ __forceinline__ void store4(T* o, const uint32_t (&v)[4]) {
@@ -345,7 +385,13 @@ __device__ __forceinline__ void store4(T* o, const uint32_t (&v)[4]) {
   else *reinterpret_cast<uint2*>(o) = make_uint2(v[0] | v[1] << 16, v[2] | v[3] << 16);
 }
 
-template <class T, class Acc, int C, int kBlock>
+// kWhole: every window covers the whole row (rx >= width - 1), so a row's
+// window sums are a linear function of x: sum(x) = (rx - x + 1) c(0) +
+// (x + rx - width + 2) c(width - 1) + the sum of the columns between, with
+// c the column sums. The block then adds up each row (no prefixes in shared
+// memory, no scan) and computes its outputs from that total and the two edge
+// columns.
+template <class T, class Acc, int C, int kBlock, bool kWhole>
 __global__ void __launch_bounds__(kBlock, kBlock == 1024 ? 1 : STREAMBLUR_RUNNING_MIN_BLOCKS)
 box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
           int width, int height, int rx, int ry, int band_rows, bool aligned, bool out_aligned, const uint32_t* __restrict__ q,
@@ -353,9 +399,10 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   constexpr int G = rows_per_step<Acc, kBlock>();
   using Sum = Vec<Acc, G * C>;
   using Scan = cub::BlockScan<Sum, kBlock, cub::BLOCK_SCAN_WARP_SCANS>;
+  using Reduce = cub::BlockReduce<Sum, kBlock, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
   constexpr int kCapacity = kBlock * kItems;  // samples a row may have
   constexpr int kStride = prefix_stride<Acc>(kCapacity + C);
-  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ typename std::conditional_t<kWhole, Reduce, Scan>::TempStorage scan_storage;
   extern __shared__ __align__(16) unsigned char smem[];
   Acc* prefix = reinterpret_cast<Acc*>(smem);  // G rows of kStride entries
   const int samples = width * C;
@@ -513,6 +560,53 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
     for (int g = 0; g < G; ++g)
 #pragma unroll
       for (int i = 0; i < kItems; ++i) total.v[g * C + i % C] += rows[g][i];
+    if constexpr (kWhole) {
+      // Each row's total and edge columns into shared memory (edges[g][0..C):
+      // the first column, [C..2C): the last, [2C..3C): the total), a barrier,
+      // then the thread's own samples.
+      const Sum row_total = Reduce(scan_storage).Reduce(total, VecAdd<Acc, G * C>{});  // thread 0's is the block's
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        Acc* edges = prefix + g * 3 * C;
+        if (t == 0)
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            edges[c] = rows[g][c];
+            edges[2 * C + c] = row_total.v[g * C + c];
+          }
+#pragma unroll
+        for (int i = 0; i < kItems; ++i)
+          if (s0 + i >= samples - C && s0 + i < samples) edges[C + s0 + i - (samples - C)] = rows[g][i];
+      }
+      __syncthreads();
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        if (y + g >= y1) break;
+        const Acc* edges = prefix + g * 3 * C;
+        T* o = row_ptr(dst, dst_pitch, y + g);
+#pragma unroll
+        for (int h = 0; h < kItems; h += 4) {  // 4 outputs at a time (fewer live registers)
+          uint32_t v[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int c = (h + j) % C, x = (s0 + h + j) / C;  // s0 is a multiple of C
+            const Acc first = edges[c], last = edges[C + c];
+            const Acc sum = static_cast<Acc>(rx - x + 1) * first + static_cast<Acc>(x + rx - width + 2) * last +
+                            (edges[2 * C + c] - first - last);
+            v[j] = static_cast<uint32_t>(divide_round(sum, count, inv_count));
+          }
+          if (out_aligned) {  // samples % 4 == 0: whole groups of 4
+            if (s0 + h + 4 <= samples) store4(o + s0 + h, v);
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+              if (s0 + h + j < samples) o[s0 + h + j] = static_cast<T>(v[j]);
+          }
+        }
+      }
+      // The next step's reduction has a barrier before thread 0 writes the
+      // edges again; every thread reaches it after reading them.
+    } else {
     Sum run, aggregate;
     Scan(scan_storage).ExclusiveScan(total, run, Sum{}, VecAdd<Acc, G * C>{}, aggregate);
 #pragma unroll
@@ -538,6 +632,7 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
     }
     // No barrier here: the next step's scan has one before any thread writes
     // the prefixes again, and every thread reaches it after its outputs.
+    }
   }
 }
 
@@ -618,17 +713,19 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   check_launch(name, stream, __FILE__, __LINE__);
 }
 
-template <class T, class Acc, int C, int kBlock>
+template <class T, class Acc, int C, int kBlock, bool kWhole>
 void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
                   int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, bool programmatic,
                   cudaStream_t stream) {
   static std::atomic<unsigned long long> opted{0};
   static std::atomic<int> per_sm_of[64] = {};  // per device, which may differ
   std::atomic<int>& per_sm = per_sm_of[detail::device_index() & 63];
-  auto kernel = box_bands<T, Acc, C, kBlock>;
+  auto kernel = box_bands<T, Acc, C, kBlock, kWhole>;
   static_assert(sizeof(typename cub::BlockScan<Vec<Acc, rows_per_step<Acc, kBlock>() * C>, kBlock,
                                                cub::BLOCK_SCAN_WARP_SCANS>::TempStorage) <= kStaticShared);
-  constexpr std::size_t shared = band_shared_bytes<Acc, C, kBlock>();
+  static_assert(sizeof(typename cub::BlockReduce<Vec<Acc, rows_per_step<Acc, kBlock>() * C>, kBlock,
+                                                 cub::BLOCK_REDUCE_WARP_REDUCTIONS>::TempStorage) <= kStaticShared);
+  constexpr std::size_t shared = band_shared_bytes<Acc, C, kBlock, kWhole>();
   if (shared + kStaticShared > 48 * 1024) detail::opt_in_shared(kernel, opted, kStaticShared);
   if (per_sm.load(std::memory_order_relaxed) == 0) {
     int n = 0;
@@ -640,7 +737,7 @@ void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t
   const Acc count = static_cast<Acc>(2 * rx + 1) * static_cast<Acc>(2 * ry + 1);
   typename Quotient<Acc>::Inv inv;
   if constexpr (sizeof(Acc) == 4) inv = make_divider(count);
-  else inv = 1.0 / static_cast<double>(count);
+  else inv = make_wide_divider(count);
   const bool aligned = reinterpret_cast<std::uintptr_t>(src) % 16 == 0 && src_pitch % 16 == 0;
   const bool out_aligned = reinterpret_cast<std::uintptr_t>(dst) % 8 == 0 && dst_pitch % 8 == 0 && width * C % 4 == 0;
   launch("box_bands", kernel, bands, kBlock, shared, stream, programmatic, src, src_pitch, dst, dst_pitch, width,
@@ -652,8 +749,12 @@ void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t
                   int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, bool programmatic,
                   cudaStream_t stream) {
   auto go = [&](auto block) {
-    launch_bands<T, Acc, C, decltype(block)::value>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub,
-                                                    segments, programmatic, stream);
+    if (rx >= width - 1)  // every window covers the row
+      launch_bands<T, Acc, C, decltype(block)::value, true>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q,
+                                                            sub, segments, programmatic, stream);
+    else
+      launch_bands<T, Acc, C, decltype(block)::value, false>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q,
+                                                             sub, segments, programmatic, stream);
   };
   switch (block_threads(width * C)) {
     case 256: return go(std::integral_constant<int, 256>{});

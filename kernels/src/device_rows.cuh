@@ -57,18 +57,6 @@ __device__ __forceinline__ uint32_t divide_round(uint32_t sum, uint32_t count, f
   return q;
 }
 
-// The same for 64-bit sums (< 2^53, so exact in a double): a double quotient,
-// then corrected.
-__device__ __forceinline__ unsigned long long divide_round(unsigned long long sum, unsigned long long count,
-                                                           double inv_count) {
-  const unsigned long long n = sum + (count >> 1);
-  unsigned long long q = static_cast<unsigned long long>(static_cast<double>(n) * inv_count);
-  const long long rem = static_cast<long long>(n) - static_cast<long long>(q * count);
-  if (rem < 0) --q;
-  else if (rem >= static_cast<long long>(count)) ++q;
-  return q;
-}
-
 // Dynamic shared memory a block may opt in to on the current device, and the
 // opt-in itself, once per kernel and device (function attributes are per device).
 inline int device_index() {
