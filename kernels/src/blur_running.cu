@@ -24,13 +24,18 @@
 //    (one cub::BlockScan over G x channels sums), and each output is
 //    P(x + rx + 1) - P(x - rx), P extended linearly past the row's ends the
 //    same way; a thread writes 4 consecutive outputs with one store, reading
-//    their 8 prefixes with four 16-byte loads where the window lies inside
-//    the row.
+//    their 8 prefixes with 16-byte loads where they lie inside the row and
+//    computing them from the row's total and edge columns where all four
+//    lie past the same end. Where every window covers the whole row
+//    (rx >= width - 1), a variant of the kernel skips the prefixes: each
+//    row's window sums are then linear in x, from the row's total (one block
+//    reduction) and its two edge columns.
 //
 // All sums are exact integers. Column sums are 32-bit (at most 8193 x 65535);
 // the row prefix is 32-bit where the whole window's sum fits and 64-bit
 // otherwise. The prefixes may wrap modulo 2^32 (2^64): only their differences,
-// which are true window sums and fit, are used.
+// which are true window sums and fit, are used. 64-bit window sums are divided
+// with a float estimate and a 32-bit correction (WideDivider).
 //
 // Global traffic per sample: the source is read once from memory (segment
 // sums) and about three more times, mostly from L2 (a row entering, a row
@@ -503,14 +508,34 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
     };
     if (STREAMBLUR_RUNNING_VEC_OUT && out_aligned) {
       // Four consecutive samples per thread and store. Sample s's two
-      // prefixes are the entries s + (rx + 1) C and s - rx C, direct where
-      // both lie in [0, samples + C).
+      // prefixes are the entries s + (rx + 1) C and s - rx C: loaded where
+      // they lie in [0, samples + C), computed from the row's edge columns
+      // where all four lie past the same end of the row (the extension of P
+      // above, per channel: the group's samples are channels j % C), and
+      // one by one (p_at) where the group straddles an end.
       const int off_hi = (rx + 1) * C, off_lo = -rx * C;
       for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
         Acc hi[4], lo[4];
-        if (s4 + off_lo >= 0 && s4 + off_hi + 3 < samples + C) {
-          load4(P, s4 + off_hi, hi);
-          load4(P, s4 + off_lo, lo);
+        const int x0 = s4 / C, x3 = (s4 + 3) / C;  // the group's first and last pixel
+        const bool lo_in = s4 + off_lo >= 0, lo_out = x3 <= rx;
+        const bool hi_in = s4 + off_hi + 3 < samples + C, hi_out = x0 + rx + 1 >= width;
+        if ((lo_in || lo_out) && (hi_in || hi_out)) {
+          if (hi_in) {
+            load4(P, s4 + off_hi, hi);
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const Acc total = P[samples + j % C];
+              hi[j] = total + static_cast<Acc>((s4 + j) / C + rx + 1 - width) * (total - P[samples - C + j % C]);
+            }
+          }
+          if (lo_in) {
+            load4(P, s4 + off_lo, lo);
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+              lo[j] = static_cast<Acc>(static_cast<long long>((s4 + j) / C - rx)) * P[C + j % C];
+          }
         } else {
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
