@@ -66,6 +66,8 @@ MUTATIONS = [
     M("cuda-running-left-extension", "borders", "kernels/src/blur_running.cu",
       "lo[j] = static_cast<Acc>(static_cast<long long>((s4 + j) / C - rx)) * P[C + j % C];",
       "lo[j] = static_cast<Acc>(static_cast<long long>((s4 + j) / C - rx + 1)) * P[C + j % C];", gpu=True),
+    M("cuda-running-wrap-position", "overflow", "kernels/src/blur_running.cu",
+      "if (k < kMaxWraps) w[1 + k] = s0 + i + C;", "if (k < kMaxWraps) w[1 + k] = s0 + i;", gpu=True),
     M("cuda-running-band-edge", "borders", "kernels/src/blur_running.cu",
       "low_tables = prefix_rows(y0 - ry, low);", "low_tables = prefix_rows(y0 - ry + 1, low);", gpu=True),
     M("cuda-running-segment-rows", "window", "kernels/src/blur_running.cu",

@@ -783,6 +783,9 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
       // variant) and one sample narrower (the prefixes).
       {{200, 30}, 1, 1, 199, 5},   {{200, 30}, 1, 1, 198, 5},  {{120, 20}, 2, 2, 119, 2},
       {{120, 20}, 2, 2, 118, 2},   {{4097, 5}, 1, 2, 4096, 9}, {{4098, 5}, 1, 2, 4096, 9},
+      // 8-bit windows whose sums need 64 bits, narrower than the row: the
+      // 32-bit prefixes wrap (up to 3 times a row), one and two channels.
+      {{8192, 3}, 1, 1, 4096, 4096}, {{4000, 3}, 2, 1, 2500, 4096},
       {{33, 40}, 1, 1, 4096, 7},   {{40, 33}, 2, 1, 0, 4096},
       {{64, 2500}, 1, 1, 9, 700},  {{37, 2300}, 2, 2, 3, 40},  {{1001, 1061}, 1, 2, 150, 31},
   };
@@ -803,10 +806,11 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
   }
 }
 
-// The 64-bit row sums at their largest: a constant plane's box is that
+// The 64-bit window sums at their largest: a constant plane's box is that
 // constant, for the largest and smallest nonzero samples, at the largest
 // windows (the quotient's estimate from the sum's two halves, then its
-// one-step correction, at the top of their range).
+// one-step correction, at the top of their range; 8-bit prefixes that wrap
+// most often). Also in the racecheck run.
 TEST(CudaBlur, RunningBoxWideSumsOfConstantPlanes) {
   REQUIRE_GPU();
   auto run = [](auto zero, Size s, int channels, int r) {
@@ -822,6 +826,8 @@ TEST(CudaBlur, RunningBoxWideSumsOfConstantPlanes) {
   };
   run(uint8_t{}, {4300, 5}, 1, 4096);
   run(uint8_t{}, {4300, 5}, 1, 2100);
+  run(uint8_t{}, {8192, 3}, 1, 4096);  // the 32-bit prefixes wrap 3 times a row
+  run(uint8_t{}, {4000, 3}, 2, 3998);
   run(uint16_t{}, {700, 9}, 1, 4096);
   run(uint16_t{}, {700, 9}, 2, 200);
 }

@@ -45,6 +45,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -282,6 +283,12 @@ template <class Acc> struct Quotient;
 template <> struct Quotient<uint32_t> { using Inv = Divider; };
 template <> struct Quotient<unsigned long long> { using Inv = WideDivider; };
 
+// The type of a window's sum: the prefixes' own, or 64-bit from wrapping
+// 32-bit prefixes (box_bands' kWraps).
+template <class Acc, bool kWraps>
+using WindowSum = std::conditional_t<kWraps, unsigned long long, Acc>;
+constexpr int kMaxWraps = 3;
+
 
 // A thread's kItems consecutive samples of a row, packed into 32-bit words.
 template <class T>
@@ -396,11 +403,23 @@ __device__ __forceinline__ void store4(T* o, const uint32_t (&v)[4]) {
 // c the column sums. The block then adds up each row (no prefixes in shared
 // memory, no scan) and computes its outputs from that total and the two edge
 // columns.
-template <class T, class Acc, int C, int kBlock, bool kWhole>
+//
+// kWraps (8-bit samples whose window sums need 64 bits, windows narrower
+// than the row): the prefixes stay 32-bit and wrap, and the block records
+// where each row's prefix of each channel wraps (an entry whose prefix is
+// below the one before it: each step adds less than 2^32). An entry's true
+// prefix is its 32-bit value plus 2^32 times the wraps at or before it. A
+// channel's row total is below 8192 x 255 x 8193 < 4 x 2^32, so at most 3
+// wraps. This halves the scan's and the prefixes' words against 64-bit
+// prefixes; the window sums and their quotients are 64-bit.
+template <class T, class Acc, int C, int kBlock, bool kWhole, bool kWraps = false>
 __global__ void __launch_bounds__(kBlock, kBlock == 1024 ? 1 : STREAMBLUR_RUNNING_MIN_BLOCKS)
 box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
           int width, int height, int rx, int ry, int band_rows, bool aligned, bool out_aligned, const uint32_t* __restrict__ q,
-          const uint32_t* __restrict__ sub, int segments, Acc count, typename Quotient<Acc>::Inv inv_count) {
+          const uint32_t* __restrict__ sub, int segments, WindowSum<Acc, kWraps> count,
+          typename Quotient<WindowSum<Acc, kWraps>>::Inv inv_count) {
+  static_assert(!kWraps || (sizeof(T) == 1 && sizeof(Acc) == 4 && !kWhole));
+  using Wide = WindowSum<Acc, kWraps>;  // a window's sum
   constexpr int G = rows_per_step<Acc, kBlock>();
   using Sum = Vec<Acc, G * C>;
   using Scan = cub::BlockScan<Sum, kBlock, cub::BLOCK_SCAN_WARP_SCANS>;
@@ -410,6 +429,20 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   __shared__ typename std::conditional_t<kWhole, Reduce, Scan>::TempStorage scan_storage;
   extern __shared__ __align__(16) unsigned char smem[];
   Acc* prefix = reinterpret_cast<Acc*>(smem);  // G rows of kStride entries
+  // kWraps: per step parity, row and channel, the count of wraps recorded
+  // and their entries (INT_MAX: none); a step fills one parity and clears
+  // the other for the next step.
+  __shared__ int wraps[kWraps ? 2 : 1][G][C][1 + kMaxWraps];
+  if constexpr (kWraps) {
+    if (threadIdx.x == 0)
+      for (int b = 0; b < 2; ++b)
+        for (int g = 0; g < G; ++g)
+          for (int c = 0; c < C; ++c) {
+            wraps[b][g][c][0] = 0;
+            for (int k = 1; k <= kMaxWraps; ++k) wraps[b][g][c][k] = INT_MAX;
+          }
+  }
+  int parity = 0;
   const int samples = width * C;
   const int t = threadIdx.x, s0 = t * kItems;
   const bool active = s0 < samples;
@@ -499,12 +532,53 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   // (the entry past its last sample); past the ends P grows by the edge
   // pixel's column sum, P(1) - P(0) on the left (P(0) = 0), P(width) -
   // P(width - 1) on the right.
-  auto write_outputs = [&](T* o, const Acc* P) {
-    auto p_at = [&](int i, int c) -> Acc {
-      if (i <= 0) return static_cast<Acc>(static_cast<long long>(i)) * P[C + c];
-      const Acc total = P[samples + c];
-      if (i >= width) return total + static_cast<Acc>(i - width) * (total - P[samples - C + c]);
-      return P[i * C + c];
+  auto write_outputs = [&](T* o, const Acc* P, const int (*wrapped)[1 + kMaxWraps]) {
+    // Entry e (channel c) of P as a true prefix: with kWraps, 2^32 for each
+    // wrap at or before it.
+    int W[C][1 + kMaxWraps];  // the row's wraps, in registers
+    if constexpr (kWraps) {
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+#pragma unroll
+        for (int k = 1; k <= kMaxWraps; ++k) W[c][k] = wrapped[c][k];
+    } else {
+      (void)wrapped;
+    }
+    auto at = [&](int e, int c) -> Wide {
+      if constexpr (kWraps) {
+        int high = 0;
+#pragma unroll
+        for (int k = 1; k <= kMaxWraps; ++k) high += e >= W[c][k];
+        return static_cast<Wide>(P[e]) + (static_cast<Wide>(high) << 32);
+      } else {
+        return P[e];
+      }
+    };
+    // The row's total of channel c plus n times its last column (P past the
+    // row's right end), and n times its first column (P at or before 0).
+    auto right_of = [&](int n, int c) -> Wide {
+      return at(samples + c, c) + static_cast<Wide>(n) * static_cast<Acc>(P[samples + c] - P[samples - C + c]);
+    };
+    auto left_of = [&](int n, int c) -> Wide { return static_cast<Wide>(static_cast<long long>(n)) * P[C + c]; };
+    auto p_at = [&](int i, int c) -> Wide {
+      if (i <= 0) return left_of(i, c);
+      if (i >= width) return right_of(i - width, c);
+      return at(i * C + c, c);
+    };
+    auto load4_at = [&](int e, Wide (&v)[4]) {  // entries e .. e + 3, channels j % C (e % C == 0)
+      if constexpr (kWraps) {
+        Acc raw[4];
+        load4(P, e, raw);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          int high = 0;
+#pragma unroll
+          for (int k = 1; k <= kMaxWraps; ++k) high += e + j >= W[j % C][k];
+          v[j] = static_cast<Wide>(raw[j]) + (static_cast<Wide>(high) << 32);
+        }
+      } else {
+        load4(P, e, v);
+      }
     };
     if (STREAMBLUR_RUNNING_VEC_OUT && out_aligned) {
       // Four consecutive samples per thread and store. Sample s's two
@@ -515,26 +589,22 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       // one by one (p_at) where the group straddles an end.
       const int off_hi = (rx + 1) * C, off_lo = -rx * C;
       for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
-        Acc hi[4], lo[4];
+        Wide hi[4], lo[4];
         const int x0 = s4 / C, x3 = (s4 + 3) / C;  // the group's first and last pixel
         const bool lo_in = s4 + off_lo >= 0, lo_out = x3 <= rx;
         const bool hi_in = s4 + off_hi + 3 < samples + C, hi_out = x0 + rx + 1 >= width;
         if ((lo_in || lo_out) && (hi_in || hi_out)) {
           if (hi_in) {
-            load4(P, s4 + off_hi, hi);
+            load4_at(s4 + off_hi, hi);
           } else {
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              const Acc total = P[samples + j % C];
-              hi[j] = total + static_cast<Acc>((s4 + j) / C + rx + 1 - width) * (total - P[samples - C + j % C]);
-            }
+            for (int j = 0; j < 4; ++j) hi[j] = right_of((s4 + j) / C + rx + 1 - width, j % C);
           }
           if (lo_in) {
-            load4(P, s4 + off_lo, lo);
+            load4_at(s4 + off_lo, lo);
           } else {
 #pragma unroll
-            for (int j = 0; j < 4; ++j)
-              lo[j] = static_cast<Acc>(static_cast<long long>((s4 + j) / C - rx)) * P[C + j % C];
+            for (int j = 0; j < 4; ++j) lo[j] = left_of((s4 + j) / C - rx, j % C);
           }
         } else {
 #pragma unroll
@@ -641,8 +711,25 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       for (int i = 0; i < kItems; ++i) {
         p[i] = run.v[g * C + i % C];
         run.v[g * C + i % C] += rows[g][i];
+        if constexpr (kWraps)
+          if (run.v[g * C + i % C] < p[i]) {  // the channel's next entry wraps
+            int* w = wraps[parity][g][i % C];
+            const int k = atomicAdd(w, 1);
+            if (k < kMaxWraps) w[1 + k] = s0 + i + C;
+          }
       }
       store_prefixes(prefix + g * kStride + s0, p);
+    }
+    if constexpr (kWraps) {
+      if (t == 0)  // the other parity's records, for the next step
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            wraps[parity ^ 1][g][c][0] = 0;
+#pragma unroll
+            for (int k = 1; k <= kMaxWraps; ++k) wraps[parity ^ 1][g][c][k] = INT_MAX;
+          }
     }
     if (t == 0)
 #pragma unroll
@@ -653,8 +740,9 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       if (y + g >= y1) break;
-      write_outputs(row_ptr(dst, dst_pitch, y + g), prefix + g * kStride);
+      write_outputs(row_ptr(dst, dst_pitch, y + g), prefix + g * kStride, wraps[kWraps ? parity : 0][g]);
     }
+    parity ^= 1;
     // No barrier here: the next step's scan has one before any thread writes
     // the prefixes again, and every thread reaches it after its outputs.
     }
@@ -738,14 +826,14 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   check_launch(name, stream, __FILE__, __LINE__);
 }
 
-template <class T, class Acc, int C, int kBlock, bool kWhole>
+template <class T, class Acc, int C, int kBlock, bool kWhole, bool kWraps>
 void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
                   int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, bool programmatic,
                   cudaStream_t stream) {
   static std::atomic<unsigned long long> opted{0};
   static std::atomic<int> per_sm_of[64] = {};  // per device, which may differ
   std::atomic<int>& per_sm = per_sm_of[detail::device_index() & 63];
-  auto kernel = box_bands<T, Acc, C, kBlock, kWhole>;
+  auto kernel = box_bands<T, Acc, C, kBlock, kWhole, kWraps>;
   static_assert(sizeof(typename cub::BlockScan<Vec<Acc, rows_per_step<Acc, kBlock>() * C>, kBlock,
                                                cub::BLOCK_SCAN_WARP_SCANS>::TempStorage) <= kStaticShared);
   static_assert(sizeof(typename cub::BlockReduce<Vec<Acc, rows_per_step<Acc, kBlock>() * C>, kBlock,
@@ -759,9 +847,10 @@ void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t
   }
   const int rows = band_rows(height, per_sm.load(std::memory_order_relaxed), rows_per_step<Acc, kBlock>());
   const int bands = (height + rows - 1) / rows;
-  const Acc count = static_cast<Acc>(2 * rx + 1) * static_cast<Acc>(2 * ry + 1);
-  typename Quotient<Acc>::Inv inv;
-  if constexpr (sizeof(Acc) == 4) inv = make_divider(count);
+  using Wide = WindowSum<Acc, kWraps>;
+  const Wide count = static_cast<Wide>(2 * rx + 1) * static_cast<Wide>(2 * ry + 1);
+  typename Quotient<Wide>::Inv inv;
+  if constexpr (sizeof(Wide) == 4) inv = make_divider(count);
   else inv = make_wide_divider(count);
   const bool aligned = reinterpret_cast<std::uintptr_t>(src) % 16 == 0 && src_pitch % 16 == 0;
   const bool out_aligned = reinterpret_cast<std::uintptr_t>(dst) % 8 == 0 && dst_pitch % 8 == 0 && width * C % 4 == 0;
@@ -769,17 +858,23 @@ void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t
          height, rx, ry, rows, aligned, out_aligned, q, sub, segments, count, inv);
 }
 
-template <class T, class Acc, int C>
+// kWide: the window sums need 64 bits. Windows that cover the row take the
+// whole-row kernel (64-bit sums where kWide); others the prefixes: 64-bit
+// where kWide on 16-bit samples, 32-bit wrapping ones on 8-bit samples.
+template <class T, bool kWide, int C>
 void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
                   int rx, int ry, const uint32_t* q, const uint32_t* sub, int segments, bool programmatic,
                   cudaStream_t stream) {
+  using Whole = std::conditional_t<kWide, unsigned long long, uint32_t>;
+  using Prefix = std::conditional_t<kWide && sizeof(T) == 2, unsigned long long, uint32_t>;
+  constexpr bool kWraps = kWide && sizeof(T) == 1;
   auto go = [&](auto block) {
     if (rx >= width - 1)  // every window covers the row
-      launch_bands<T, Acc, C, decltype(block)::value, true>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q,
-                                                            sub, segments, programmatic, stream);
+      launch_bands<T, Whole, C, decltype(block)::value, true, false>(src, src_pitch, dst, dst_pitch, width, height, rx,
+                                                                     ry, q, sub, segments, programmatic, stream);
     else
-      launch_bands<T, Acc, C, decltype(block)::value, false>(src, src_pitch, dst, dst_pitch, width, height, rx, ry, q,
-                                                             sub, segments, programmatic, stream);
+      launch_bands<T, Prefix, C, decltype(block)::value, false, kWraps>(src, src_pitch, dst, dst_pitch, width, height,
+                                                                        rx, ry, q, sub, segments, programmatic, stream);
   };
   switch (block_threads(width * C)) {
     case 256: return go(std::integral_constant<int, 256>{});
@@ -831,16 +926,18 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
   launch("scan_segments", scan_segments, (samples * kScanParts + kColumnThreads - 1) / kColumnThreads, kColumnThreads,
          0, stream, mode > 0, q, samples, segments, early);
   const bool wide = wide_sums(sizeof(T), rx, ry), programmatic = mode > 0;
-  auto bands = [&](auto acc, auto channel_count) {
-    launch_bands<T, decltype(acc), decltype(channel_count)::value>(src, src_pitch, dst, dst_pitch, width, height, rx,
-                                                                   ry, q, sub, segments, programmatic, stream);
+  auto bands = [&](auto wide_sums, auto channel_count) {
+    launch_bands<T, decltype(wide_sums)::value, decltype(channel_count)::value>(
+        src, src_pitch, dst, dst_pitch, width, height, rx, ry, q, sub, segments, programmatic, stream);
   };
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
   if (channels == 1) {
-    if (wide) bands(0ull, std::integral_constant<int, 1>{});  // the type of the row sums, the channel count
-    else bands(uint32_t{}, std::integral_constant<int, 1>{});
+    if (wide) bands(std::true_type{}, One{});
+    else bands(std::false_type{}, One{});
   } else {
-    if (wide) bands(0ull, std::integral_constant<int, 2>{});
-    else bands(uint32_t{}, std::integral_constant<int, 2>{});
+    if (wide) bands(std::true_type{}, Two{});
+    else bands(std::false_type{}, Two{});
   }
 }
 
