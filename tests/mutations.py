@@ -8,8 +8,10 @@ Run by hand (not in CI; it takes a while):
     tests/mutations.py -k rounding -k pts # only mutations whose name or class contains a word
     STREAMBLUR_REQUIRE_GPU=1 tests/mutations.py --gpu   # on the GPU machine: the CUDA mutations too
 
-It clones the repository's HEAD into a scratch folder (the working tree is
-never touched), builds once, then for each mutation: replaces one exact
+It clones the repository's HEAD into a scratch folder (with --worktree it
+copies the working tree's files instead: tracked and untracked, not
+ignored; for a copy whose git history may lag its files, as on the GPU
+machine; the working tree is never touched), builds once, then for each mutation: replaces one exact
 piece of source text (it must occur exactly once, else the mutation is
 reported "stale": the code moved and the table needs updating), rebuilds,
 runs the tests, and restores the file. A mutation is "caught" when the tests
@@ -233,6 +235,8 @@ def main():
     ap.add_argument("--gpu", action="store_true", help="run the gpu=True mutations too (STREAMBLUR_REQUIRE_GPU=1)")
     ap.add_argument("--python", action="store_true", help="also rebuild the Python module and run pytest")
     ap.add_argument("--keep", action="store_true", help="keep the scratch clone")
+    ap.add_argument("--worktree", action="store_true",
+                    help="copy the working tree's files (tracked and untracked, not ignored) instead of cloning HEAD")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
     ap.add_argument("-R", dest="regex", default="", help="run only the ctest tests matching this regex")
     a = ap.parse_args()
@@ -246,7 +250,15 @@ def main():
     scratch = tempfile.mkdtemp(prefix="streamblur-mutations-", dir=os.path.dirname(root))
     src, build, log = os.path.join(scratch, "src"), os.path.join(scratch, "build"), os.path.join(scratch, "log.txt")
     print(f"scratch clone: {src}; log: {log}", flush=True)
-    subprocess.run(["git", "clone", "-q", "--no-hardlinks", root, src], check=True)
+    if a.worktree:
+        files = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=root, check=True,
+                               stdout=subprocess.PIPE).stdout.decode().split("\0")
+        for f in filter(None, files):
+            if os.path.isfile(os.path.join(root, f)):
+                os.makedirs(os.path.dirname(os.path.join(src, f)), exist_ok=True)
+                shutil.copy2(os.path.join(root, f), os.path.join(src, f))
+    else:
+        subprocess.run(["git", "clone", "-q", "--no-hardlinks", root, src], check=True)
     env = dict(os.environ)
     env["PATH"] = "/usr/local/cuda/bin:" + env.get("PATH", "")
     if a.gpu:
