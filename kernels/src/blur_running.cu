@@ -33,7 +33,9 @@
 //
 // All sums are exact integers. Column sums are 32-bit (at most 8193 x 65535);
 // the row prefix is 32-bit where the whole window's sum fits and 64-bit
-// otherwise. The prefixes may wrap modulo 2^32 (2^64): only their differences,
+// otherwise on 16-bit planes (8-bit planes keep 32-bit prefixes and record
+// where they wrap: box_bands' kWraps). The prefixes may wrap modulo 2^32
+// (2^64): only their differences,
 // which are true window sums and fit, are used. 64-bit window sums are divided
 // with a float estimate and a 32-bit correction (WideDivider).
 //
@@ -45,8 +47,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <climits>
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
