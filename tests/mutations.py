@@ -70,6 +70,13 @@ MUTATIONS = [
       "return static_cast<Wide>(static_cast<long long>(n + 1)) * P[C + c]; };", gpu=True),
     M("cuda-running-wrap-position", "overflow", "kernels/src/blur_running.cu",
       "if (k < kMaxWraps) w[1 + k] = s0 + i + C;", "if (k < kMaxWraps) w[1 + k] = s0 + i;", gpu=True),
+    # Quotients by steps (8-bit windows whose sums need 64 bits): a step
+    # down not taken, and the whole-row slope reversed.
+    M("cuda-running-quotient-step-down", "rounding", "kernels/src/blur_running.cu",
+      "    s.r += static_cast<int>(dv.d);\n    --s.q;\n", "    s.r += static_cast<int>(dv.d);\n", gpu=True),
+    M("cuda-running-whole-row-slope", "window", "kernels/src/blur_running.cu",
+      "static_cast<int>(static_cast<uint32_t>(last) - static_cast<uint32_t>(first))",
+      "static_cast<int>(static_cast<uint32_t>(first) - static_cast<uint32_t>(last))", gpu=True),
     M("cuda-running-band-edge", "borders", "kernels/src/blur_running.cu",
       "low_tables = prefix_rows(y0 - ry, low);", "low_tables = prefix_rows(y0 - ry + 1, low);", gpu=True),
     M("cuda-running-segment-rows", "window", "kernels/src/blur_running.cu",

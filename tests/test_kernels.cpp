@@ -786,6 +786,12 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
       // 8-bit windows whose sums need 64 bits, narrower than the row: the
       // 32-bit prefixes wrap (up to 3 times a row), one and two channels.
       {{8192, 3}, 1, 1, 4096, 4096}, {{4000, 3}, 2, 1, 2500, 4096},
+      {{5000, 4}, 1, 1, 2200, 3000}, {{5003, 4}, 1, 1, 2200, 3000},
+      // 8-bit windows over the whole row whose sums need 64 bits (quotients
+      // by steps, as the wrapping ones'): one and two channels, rows of
+      // whole and partial groups of four.
+      {{3001, 7}, 1, 1, 3000, 4096}, {{4096, 4}, 1, 1, 4095, 4095}, {{2500, 9}, 2, 1, 4096, 2100},
+      {{2501, 6}, 2, 1, 2500, 4000},
       {{33, 40}, 1, 1, 4096, 7},   {{40, 33}, 2, 1, 0, 4096},
       {{64, 2500}, 1, 1, 9, 700},  {{37, 2300}, 2, 2, 3, 40},  {{1001, 1061}, 1, 2, 150, 31},
   };

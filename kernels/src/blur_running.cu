@@ -281,6 +281,42 @@ __device__ __forceinline__ uint32_t divide_round(unsigned long long sum, unsigne
   return q;
 }
 
+// Rounded quotients of window sums one step (one pixel) apart, each step
+// changing the sum by less than the divisor (box_bands' kSteps): the first
+// quotient is a division, and each next one moves the remainder by the step
+// and the quotient by at most one. A step is a column sum entering the
+// window less one leaving it, below 255 (2 ry + 1) on 8-bit planes, and the
+// divisor (2 rx + 1)(2 ry + 1) is larger where 2 rx + 1 > 255: true of every
+// 8-bit window whose sum needs 64 bits (2 rx + 1 >= 2^32 / (255 x 8193)).
+struct QuotientStep {
+  uint32_t q;
+  int r;  // n - q d, in [0, d), for n the sum plus d / 2
+};
+__device__ __forceinline__ QuotientStep first_quotient(unsigned long long sum, const WideDivider& dv) {
+  const uint32_t q = divide_round(sum, 0ull, dv);
+  return {q, static_cast<int>(static_cast<uint32_t>(sum) + dv.half - q * dv.d)};
+}
+__device__ __forceinline__ void next_quotient(QuotientStep& s, int step, const WideDivider& dv) {
+  s.r += step;  // in (-d, 2d)
+  if (s.r < 0) {
+    s.r += static_cast<int>(dv.d);
+    --s.q;
+  } else if (s.r >= static_cast<int>(dv.d)) {
+    s.r -= static_cast<int>(dv.d);
+    ++s.q;
+  }
+}
+inline bool quotient_steps_hold(std::size_t sample_bytes, int rx) {
+  return 2.0 * rx + 1 > (sample_bytes == 1 ? 255.0 : 65535.0);
+}
+// Which band kernels take their quotients by steps: those of 8-bit windows
+// whose sums need 64 bits (whole-row windows with 64-bit sums, and wrapping
+// prefixes).
+template <class T, class Acc, bool kWhole, bool kWraps>
+constexpr bool quotient_steps() {
+  return kWraps || (kWhole && sizeof(T) == 1 && sizeof(Acc) == 8);
+}
+
 template <class Acc> struct Quotient;
 template <> struct Quotient<uint32_t> { using Inv = Divider; };
 template <> struct Quotient<unsigned long long> { using Inv = WideDivider; };
@@ -422,6 +458,7 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
           typename Quotient<WindowSum<Acc, kWraps>>::Inv inv_count) {
   static_assert(!kWraps || (sizeof(T) == 1 && sizeof(Acc) == 4 && !kWhole));
   using Wide = WindowSum<Acc, kWraps>;  // a window's sum
+  constexpr bool kSteps = quotient_steps<T, Acc, kWhole, kWraps>();
   constexpr int G = rows_per_step<Acc, kBlock>();
   using Sum = Vec<Acc, G * C>;
   using Scan = cub::BlockScan<Sum, kBlock, cub::BLOCK_SCAN_WARP_SCANS>;
@@ -536,25 +573,18 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   // P(width - 1) on the right.
   auto write_outputs = [&](T* o, const Acc* P, const int (*wrapped)[1 + kMaxWraps]) {
     // Entry e (channel c) of P as a true prefix: with kWraps, 2^32 for each
-    // wrap at or before it.
-    int W[C][1 + kMaxWraps];  // the row's wraps, in registers
-    if constexpr (kWraps) {
+    // wrap at or before it (the row's wraps read from shared memory, the
+    // same words across the block, when needed: held in registers, they
+    // made the kernel spill).
+    auto wraps_before = [&](int e, int c) -> Wide {
+      unsigned long long high = 0;
 #pragma unroll
-      for (int c = 0; c < C; ++c)
-#pragma unroll
-        for (int k = 1; k <= kMaxWraps; ++k) W[c][k] = wrapped[c][k];
-    } else {
-      (void)wrapped;
-    }
+      for (int k = 1; k <= kMaxWraps; ++k) high += e >= wrapped[c][k];
+      return static_cast<Wide>(high << 32);
+    };
     auto at = [&](int e, int c) -> Wide {
-      if constexpr (kWraps) {
-        int high = 0;
-#pragma unroll
-        for (int k = 1; k <= kMaxWraps; ++k) high += e >= W[c][k];
-        return static_cast<Wide>(P[e]) + (static_cast<Wide>(high) << 32);
-      } else {
-        return P[e];
-      }
+      if constexpr (kWraps) return static_cast<Wide>(P[e]) + wraps_before(e, c);
+      else return P[e];
     };
     // The row's total of channel c plus n times its last column (P past the
     // row's right end), and n times its first column (P at or before 0).
@@ -572,12 +602,7 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
         Acc raw[4];
         load4(P, e, raw);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          int high = 0;
-#pragma unroll
-          for (int k = 1; k <= kMaxWraps; ++k) high += e + j >= W[j % C][k];
-          v[j] = static_cast<Wide>(raw[j]) + (static_cast<Wide>(high) << 32);
-        }
+        for (int j = 0; j < 4; ++j) v[j] = static_cast<Wide>(raw[j]) + wraps_before(e + j, j % C);
       } else {
         load4(P, e, v);
       }
@@ -591,10 +616,10 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       // one by one (p_at) where the group straddles an end.
       const int off_hi = (rx + 1) * C, off_lo = -rx * C;
       for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
-        Wide hi[4], lo[4];
         const int x0 = s4 / C, x3 = (s4 + 3) / C;  // the group's first and last pixel
         const bool lo_in = s4 + off_lo >= 0, lo_out = x3 <= rx;
         const bool hi_in = s4 + off_hi + 3 < samples + C, hi_out = x0 + rx + 1 >= width;
+        Wide hi[4], lo[4];
         if ((lo_in || lo_out) && (hi_in || hi_out)) {
           if (hi_in) {
             load4_at(s4 + off_hi, hi);
@@ -617,8 +642,26 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
           }
         }
         uint32_t v[4];
+        if constexpr (kSteps) {
+          // The first C sums (one per channel) divided, the others as steps
+          // from the sum one pixel before: their low 32 bits suffice (the
+          // compiler keeps only those words of their prefixes).
+          QuotientStep qs[C];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = static_cast<uint32_t>(divide_round(hi[j] - lo[j], count, inv_count));
+          for (int j = 0; j < 4; ++j) {
+            if (j < C)
+              qs[j] = first_quotient(hi[j] - lo[j], inv_count);
+            else
+              next_quotient(qs[j % C],
+                            static_cast<int>(static_cast<uint32_t>(hi[j] - lo[j]) -
+                                             static_cast<uint32_t>(hi[j - C] - lo[j - C])),
+                            inv_count);
+            v[j] = qs[j % C].q;
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) v[j] = static_cast<uint32_t>(divide_round(hi[j] - lo[j], count, inv_count));
+        }
         store4(o + s4, v);
       }
     } else {
@@ -681,6 +724,9 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
         if (y + g >= y1) break;
         const Acc* edges = prefix + g * 3 * C;
         T* o = row_ptr(dst, dst_pitch, y + g);
+        // kSteps: the thread's first output of each channel divides, the
+        // others step by last - first (the sum's slope in x).
+        QuotientStep qs[C];
 #pragma unroll
         for (int h = 0; h < kItems; h += 4) {  // 4 outputs at a time (fewer live registers)
           uint32_t v[4];
@@ -688,9 +734,21 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
           for (int j = 0; j < 4; ++j) {
             const int c = (h + j) % C, x = (s0 + h + j) / C;  // s0 is a multiple of C
             const Acc first = edges[c], last = edges[C + c];
+            if constexpr (kSteps)
+              if (h + j >= C) {
+                next_quotient(qs[c], static_cast<int>(static_cast<uint32_t>(last) - static_cast<uint32_t>(first)),
+                              inv_count);
+                v[j] = qs[c].q;
+                continue;
+              }
             const Acc sum = static_cast<Acc>(rx - x + 1) * first + static_cast<Acc>(x + rx - width + 2) * last +
                             (edges[2 * C + c] - first - last);
-            v[j] = static_cast<uint32_t>(divide_round(sum, count, inv_count));
+            if constexpr (kSteps) {
+              qs[c] = first_quotient(sum, inv_count);
+              v[j] = qs[c].q;
+            } else {
+              v[j] = static_cast<uint32_t>(divide_round(sum, count, inv_count));
+            }
           }
           if (out_aligned) {  // samples % 4 == 0: whole groups of 4
             if (s0 + h + 4 <= samples) store4(o + s0 + h, v);
@@ -850,6 +908,8 @@ void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t
   const int rows = band_rows(height, per_sm.load(std::memory_order_relaxed), rows_per_step<Acc, kBlock>());
   const int bands = (height + rows - 1) / rows;
   using Wide = WindowSum<Acc, kWraps>;
+  if (quotient_steps<T, Acc, kWhole, kWraps>() && !quotient_steps_hold(sizeof(T), rx))
+    throw std::logic_error("running box: quotient steps need 2 rx + 1 above the largest sample");  // box_bands' kSteps
   const Wide count = static_cast<Wide>(2 * rx + 1) * static_cast<Wide>(2 * ry + 1);
   typename Quotient<Wide>::Inv inv;
   if constexpr (sizeof(Wide) == 4) inv = make_divider(count);
