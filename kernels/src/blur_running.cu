@@ -576,35 +576,66 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
     // wrap at or before it (the row's wraps read from shared memory, the
     // same words across the block, when needed: held in registers, they
     // made the kernel spill).
-    auto wraps_before = [&](int e, int c) -> Wide {
-      unsigned long long high = 0;
+    //
+    // The prefix helpers take the type of value they return (their first
+    // argument): Wide, the true prefix, or with kWraps also Acc, its low 32
+    // bits, which is all that the steps between quotients need (kSteps) and
+    // costs no wraps and half the registers.
+    auto at = [&](auto v, int e, int c) {
+      using V = decltype(v);
+      if constexpr (kWraps && sizeof(V) == 8) {
+        unsigned long long high = 0;
 #pragma unroll
-      for (int k = 1; k <= kMaxWraps; ++k) high += e >= wrapped[c][k];
-      return static_cast<Wide>(high << 32);
-    };
-    auto at = [&](int e, int c) -> Wide {
-      if constexpr (kWraps) return static_cast<Wide>(P[e]) + wraps_before(e, c);
-      else return P[e];
+        for (int k = 1; k <= kMaxWraps; ++k) high += e >= wrapped[c][k];
+        return static_cast<V>(P[e]) + static_cast<V>(high << 32);
+      } else {
+        return static_cast<V>(P[e]);
+      }
     };
     // The row's total of channel c plus n times its last column (P past the
     // row's right end), and n times its first column (P at or before 0).
-    auto right_of = [&](int n, int c) -> Wide {
-      return at(samples + c, c) + static_cast<Wide>(n) * static_cast<Acc>(P[samples + c] - P[samples - C + c]);
+    auto right_of = [&](auto v, int n, int c) {
+      using V = decltype(v);
+      return static_cast<V>(at(v, samples + c, c) +
+                            static_cast<V>(n) * static_cast<V>(static_cast<Acc>(P[samples + c] - P[samples - C + c])));
     };
-    auto left_of = [&](int n, int c) -> Wide { return static_cast<Wide>(static_cast<long long>(n)) * P[C + c]; };
-    auto p_at = [&](int i, int c) -> Wide {
-      if (i <= 0) return left_of(i, c);
-      if (i >= width) return right_of(i - width, c);
-      return at(i * C + c, c);
+    auto left_of = [&](auto v, int n, int c) {
+      using V = decltype(v);
+      return static_cast<V>(static_cast<V>(static_cast<long long>(n)) * static_cast<V>(P[C + c]));
     };
-    auto load4_at = [&](int e, Wide (&v)[4]) {  // entries e .. e + 3, channels j % C (e % C == 0)
-      if constexpr (kWraps) {
-        Acc raw[4];
-        load4(P, e, raw);
+    auto p_at = [&](auto v, int i, int c) {
+      if (i <= 0) return left_of(v, i, c);
+      if (i >= width) return right_of(v, i - width, c);
+      return at(v, i * C + c, c);
+    };
+    // The prefixes of a group of four outputs starting at sample s4 (below);
+    // loaded ones (load4) are P's own type, so with kWraps only Acc.
+    auto group_prefixes = [&](int s4, auto (&hi)[4], auto (&lo)[4]) {
+      using V = std::remove_reference_t<decltype(hi[0])>;
+      const int off_hi = (rx + 1) * C, off_lo = -rx * C;
+      const int x0 = s4 / C, x3 = (s4 + 3) / C;  // the group's first and last pixel
+      const bool lo_in = s4 + off_lo >= 0, lo_out = x3 <= rx;
+      const bool hi_in = s4 + off_hi + 3 < samples + C, hi_out = x0 + rx + 1 >= width;
+      if ((lo_in || lo_out) && (hi_in || hi_out)) {
+        if (hi_in) {
+          load4(P, s4 + off_hi, hi);
+        } else {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = static_cast<Wide>(raw[j]) + wraps_before(e + j, j % C);
+          for (int j = 0; j < 4; ++j) hi[j] = right_of(V{}, (s4 + j) / C + rx + 1 - width, j % C);
+        }
+        if (lo_in) {
+          load4(P, s4 + off_lo, lo);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) lo[j] = left_of(V{}, (s4 + j) / C - rx, j % C);
+        }
       } else {
-        load4(P, e, v);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int x = (s4 + j) / C, c = s4 + j - x * C;
+          hi[j] = p_at(V{}, x + rx + 1, c);
+          lo[j] = p_at(V{}, x - rx, c);
+        }
       }
     };
     if (STREAMBLUR_RUNNING_VEC_OUT && out_aligned) {
@@ -614,61 +645,42 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       // where all four lie past the same end of the row (the extension of P
       // above, per channel: the group's samples are channels j % C), and
       // one by one (p_at) where the group straddles an end.
-      const int off_hi = (rx + 1) * C, off_lo = -rx * C;
       for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
-        const int x0 = s4 / C, x3 = (s4 + 3) / C;  // the group's first and last pixel
-        const bool lo_in = s4 + off_lo >= 0, lo_out = x3 <= rx;
-        const bool hi_in = s4 + off_hi + 3 < samples + C, hi_out = x0 + rx + 1 >= width;
-        Wide hi[4], lo[4];
-        if ((lo_in || lo_out) && (hi_in || hi_out)) {
-          if (hi_in) {
-            load4_at(s4 + off_hi, hi);
-          } else {
-#pragma unroll
-            for (int j = 0; j < 4; ++j) hi[j] = right_of((s4 + j) / C + rx + 1 - width, j % C);
-          }
-          if (lo_in) {
-            load4_at(s4 + off_lo, lo);
-          } else {
-#pragma unroll
-            for (int j = 0; j < 4; ++j) lo[j] = left_of((s4 + j) / C - rx, j % C);
-          }
-        } else {
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int x = (s4 + j) / C, c = s4 + j - x * C;
-            hi[j] = p_at(x + rx + 1, c);
-            lo[j] = p_at(x - rx, c);
-          }
-        }
         uint32_t v[4];
         if constexpr (kSteps) {
-          // The first C sums (one per channel) divided, the others as steps
-          // from the sum one pixel before: their low 32 bits suffice (the
-          // compiler keeps only those words of their prefixes).
+          // The first sum of each channel exact and divided, the others as
+          // steps from the sum one pixel before, from their low 32 bits.
+          Acc hi[4], lo[4];
+          group_prefixes(s4, hi, lo);
           QuotientStep qs[C];
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            if (j < C)
-              qs[j] = first_quotient(hi[j] - lo[j], inv_count);
-            else
-              next_quotient(qs[j % C],
-                            static_cast<int>(static_cast<uint32_t>(hi[j] - lo[j]) -
-                                             static_cast<uint32_t>(hi[j - C] - lo[j - C])),
+            if (j < C) {
+              const int x = (s4 + j) / C;
+              qs[j] = first_quotient(p_at(Wide{}, x + rx + 1, j) - p_at(Wide{}, x - rx, j), inv_count);
+            } else {
+              next_quotient(qs[j % C], static_cast<int>(static_cast<uint32_t>(hi[j] - lo[j]) -
+                                                        static_cast<uint32_t>(hi[j - C] - lo[j - C])),
                             inv_count);
+            }
             v[j] = qs[j % C].q;
           }
         } else {
+          Wide hi[4], lo[4];
+          group_prefixes(s4, hi, lo);
 #pragma unroll
           for (int j = 0; j < 4; ++j) v[j] = static_cast<uint32_t>(divide_round(hi[j] - lo[j], count, inv_count));
         }
         store4(o + s4, v);
       }
     } else {
-#pragma unroll 4
+      // One output at a time (unrolled, this path's registers made the
+      // 64-register kernels spill everywhere, in every path: GPU run 4 of
+      // 2026-12-02, fifth session).
+#pragma unroll(kWraps || kBlock > 256 ? 1 : 4)
       for (int s = t; s < samples; s += kBlock) {
         const int x = s / C, c = s - x * C;
-        o[s] = static_cast<T>(divide_round(p_at(x + rx + 1, c) - p_at(x - rx, c), count, inv_count));
+        o[s] = static_cast<T>(divide_round(p_at(Wide{}, x + rx + 1, c) - p_at(Wide{}, x - rx, c), count, inv_count));
       }
     }
   };
