@@ -573,9 +573,9 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   // P(width - 1) on the right.
   auto write_outputs = [&](T* o, const Acc* P, const int (*wrapped)[1 + kMaxWraps]) {
     // Entry e (channel c) of P as a true prefix: with kWraps, 2^32 for each
-    // wrap at or before it (the row's wraps read from shared memory, the
-    // same words across the block, when needed: held in registers, they
-    // made the kernel spill).
+    // wrap at or before it (the row's wraps read from shared memory where
+    // needed, the same words across the block: with steps, only for each
+    // group's first sums).
     //
     // The prefix helpers take the type of value they return (their first
     // argument): Wide, the true prefix, or with kWraps also Acc, its low 32
@@ -674,9 +674,11 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
         store4(o + s4, v);
       }
     } else {
-      // One output at a time (unrolled, this path's registers made the
-      // 64-register kernels spill everywhere, in every path: GPU run 4 of
-      // 2026-12-02, fifth session).
+      // One output at a time. Unrolled, this path set the register count
+      // of the whole kernel and made the 64-register kernels (512 and 1024
+      // threads) spill; the 256-thread kernels have room and ran faster
+      // with it unrolled (1080p 8-bit: 12.4 against 13.2 us rolled, GPU run
+      // 4 of 2026-12-02, fifth session).
 #pragma unroll(kWraps || kBlock > 256 ? 1 : 4)
       for (int s = t; s < samples; s += kBlock) {
         const int x = s / C, c = s - x * C;
