@@ -107,6 +107,8 @@ MUTATIONS = [
     M("cuda-running-leaving-row", "window", "kernels/src/blur_running.cu",
       "leaving[g] = load_samples(row(min(max(y + g - ry - 1, 0), height - 1)), s0, samples, whole);",
       "leaving[g] = load_samples(row(min(max(y + g - ry, 0), height - 1)), s0, samples, whole);", gpu=True),
+    M("cuda-running-eight-outputs-step", "window", "kernels/src/blur_running.cu",
+      "              before[j % C] = sum;", "              if (h == 0) before[j % C] = sum;", gpu=True),
     M("cuda-running-four-outputs", "window", "kernels/src/blur_running.cu",
       "load4(P, s4 + off_hi, hi);", "load4(P, s4 + off_hi - 1, hi);", gpu=True),
     M("cuda-wide-rows-shift", "borders", "kernels/src/blur_wide.cu",

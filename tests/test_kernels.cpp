@@ -787,6 +787,9 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
       // 32-bit prefixes wrap (up to 3 times a row), one and two channels.
       {{8192, 3}, 1, 1, 4096, 4096}, {{4000, 3}, 2, 1, 2500, 4096},
       {{5000, 4}, 1, 1, 2200, 3000}, {{5003, 4}, 1, 1, 2200, 3000},
+      // ... rows whose last thread has one group of four outputs where the
+      // others have two (a sample count of 8 k + 4).
+      {{4100, 3}, 1, 1, 2052, 2052}, {{2502, 3}, 2, 1, 2100, 4096},
       // 8-bit windows over the whole row whose sums need 64 bits (quotients
       // by steps, as the wrapping ones'): one and two channels, rows of
       // whole and partial groups of four.

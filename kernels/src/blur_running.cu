@@ -385,6 +385,21 @@ __host__ __device__ constexpr int prefix_stride(int entries) {
 #define STREAMBLUR_RUNNING_VEC_OUT 1
 #endif
 
+// Blocks per multiprocessor that a band kernel's registers must allow: one
+// for 1024 threads; three for 256 threads with 32-bit prefixes (rows of up to
+// 2048 samples: 1080p planes and 960x1080 pairs), whose grid is one wave of
+// blocks, so that the band count follows (at 84 registers the 8-bit pair
+// kernel fitted 2 blocks, 216 bands of 5 rows at 960x1080, and Nsight
+// Compute put its occupancy at 20%: 16.9 us against 14.6 for the
+// one-channel kernel at 3 blocks, GPU run 4 of 2026-12-03); otherwise the
+// knob.
+template <class Acc, int kBlock>
+constexpr int band_min_blocks() {
+  if (kBlock == 1024) return 1;
+  if (kBlock == 256 && sizeof(Acc) == 4) return std::max(3, STREAMBLUR_RUNNING_MIN_BLOCKS);
+  return STREAMBLUR_RUNNING_MIN_BLOCKS;
+}
+
 // Rows scanned together (G): the knob, at most 2 where more prefix rows would
 // not fit the shared memory (64-bit sums on the widest rows) or the registers
 // (1024 threads).
@@ -451,7 +466,7 @@ __device__ __forceinline__ void store4(T* o, const uint32_t (&v)[4]) {
 // wraps. This halves the scan's and the prefixes' words against 64-bit
 // prefixes; the window sums and their quotients are 64-bit.
 template <class T, class Acc, int C, int kBlock, bool kWhole, bool kWraps = false>
-__global__ void __launch_bounds__(kBlock, kBlock == 1024 ? 1 : STREAMBLUR_RUNNING_MIN_BLOCKS)
+__global__ void __launch_bounds__(kBlock, band_min_blocks<Acc, kBlock>())
 box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
           int width, int height, int rx, int ry, int band_rows, bool aligned, bool out_aligned, const uint32_t* __restrict__ q,
           const uint32_t* __restrict__ sub, int segments, WindowSum<Acc, kWraps> count,
@@ -645,33 +660,46 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       // where all four lie past the same end of the row (the extension of P
       // above, per channel: the group's samples are channels j % C), and
       // one by one (p_at) where the group straddles an end.
-      for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
-        uint32_t v[4];
-        if constexpr (kSteps) {
-          // The first sum of each channel exact and divided, the others as
-          // steps from the sum one pixel before, from their low 32 bits.
-          Acc hi[4], lo[4];
-          group_prefixes(s4, hi, lo);
+      if constexpr (kSteps) {
+        // Eight consecutive samples per thread, two groups of four: the
+        // first sum of each channel exact and divided, the other seven as
+        // steps from the sum one pixel before, from their low 32 bits. (With
+        // four samples per thread, a division for every four outputs: 4K
+        // 8-bit r = 2052 took 48% more instructions than r = 1919, Nsight
+        // Compute, GPU run 4 of 2026-12-03.)
+        for (int s8 = 8 * t; s8 < samples; s8 += 8 * kBlock) {
           QuotientStep qs[C];
+          uint32_t before[C];  // the low 32 bits of each channel's last sum
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            if (j < C) {
-              const int x = (s4 + j) / C;
-              qs[j] = first_quotient(p_at(Wide{}, x + rx + 1, j) - p_at(Wide{}, x - rx, j), inv_count);
-            } else {
-              next_quotient(qs[j % C], static_cast<int>(static_cast<uint32_t>(hi[j] - lo[j]) -
-                                                        static_cast<uint32_t>(hi[j - C] - lo[j - C])),
-                            inv_count);
+          for (int h = 0; h < 8; h += 4) {
+            if (s8 + h >= samples) break;  // samples % 4 == 0 here
+            Acc hi[4], lo[4];
+            group_prefixes(s8 + h, hi, lo);
+            uint32_t v[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const uint32_t sum = static_cast<uint32_t>(hi[j] - lo[j]);
+              if (h == 0 && j < C) {
+                const int x = (s8 + j) / C;
+                qs[j] = first_quotient(p_at(Wide{}, x + rx + 1, j) - p_at(Wide{}, x - rx, j), inv_count);
+              } else {
+                next_quotient(qs[j % C], static_cast<int>(sum - before[j % C]), inv_count);
+              }
+              before[j % C] = sum;
+              v[j] = qs[j % C].q;
             }
-            v[j] = qs[j % C].q;
+            store4(o + s8 + h, v);
           }
-        } else {
+        }
+      } else {
+        for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
+          uint32_t v[4];
           Wide hi[4], lo[4];
           group_prefixes(s4, hi, lo);
 #pragma unroll
           for (int j = 0; j < 4; ++j) v[j] = static_cast<uint32_t>(divide_round(hi[j] - lo[j], count, inv_count));
+          store4(o + s4, v);
         }
-        store4(o + s4, v);
       }
     } else {
       // One output at a time. Unrolled, this path set the register count
