@@ -287,7 +287,8 @@ __device__ __forceinline__ uint32_t divide_round(unsigned long long sum, unsigne
 // and the quotient by at most one. A step is a column sum entering the
 // window less one leaving it, below 255 (2 ry + 1) on 8-bit planes, and the
 // divisor (2 rx + 1)(2 ry + 1) is larger where 2 rx + 1 > 255: true of every
-// 8-bit window whose sum needs 64 bits (2 rx + 1 >= 2^32 / (255 x 8193)).
+// 8-bit window whose sum needs 64 bits (2 rx + 1 >= 2^32 / (255 x 8193)),
+// and in the same way of steps of one row (2 ry + 1 > 255).
 struct QuotientStep {
   uint32_t q;
   int r;  // n - q d, in [0, d), for n the sum plus d / 2
@@ -306,8 +307,8 @@ __device__ __forceinline__ void next_quotient(QuotientStep& s, int step, const W
     ++s.q;
   }
 }
-inline bool quotient_steps_hold(std::size_t sample_bytes, int rx) {
-  return 2.0 * rx + 1 > (sample_bytes == 1 ? 255.0 : 65535.0);
+inline bool quotient_steps_hold(std::size_t sample_bytes, int r) {
+  return 2.0 * r + 1 > (sample_bytes == 1 ? 255.0 : 65535.0);
 }
 // Which band kernels take their quotients by steps: those of 8-bit windows
 // whose sums need 64 bits (whole-row windows with 64-bit sums, and wrapping
@@ -497,6 +498,14 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
           }
   }
   int parity = 0;
+  // kSteps with prefixes (kWraps): the quotient of the thread's first output
+  // of each channel on the row before, its remainder and the low 32 bits of
+  // its sum, in registers (in 24 KB of static shared memory, the 1024-thread
+  // pair kernel went past the 48 KB a launch gets without opting in). The
+  // next row's first quotient steps from it (below).
+  QuotientStep above[C];
+  uint32_t above_sum[C];
+  bool above_known = false;
   const int samples = width * C;
   const int t = threadIdx.x, s0 = t * kItems;
   const bool active = s0 < samples;
@@ -661,12 +670,20 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       // above, per channel: the group's samples are channels j % C), and
       // one by one (p_at) where the group straddles an end.
       if constexpr (kSteps) {
-        // Eight consecutive samples per thread, two groups of four: the
-        // first sum of each channel exact and divided, the other seven as
-        // steps from the sum one pixel before, from their low 32 bits. (With
-        // four samples per thread, a division for every four outputs: 4K
-        // 8-bit r = 2052 took 48% more instructions than r = 1919, Nsight
-        // Compute, GPU run 4 of 2026-12-03.)
+        // Eight consecutive samples per thread (kBlock x 8 is the row's
+        // capacity: one group of eight at most), two groups of four: the
+        // first sum of each channel as a step from the same output on the
+        // row before (on the band's first row, exact and divided), the other
+        // seven as steps from the sum one pixel before, all from their low
+        // 32 bits. A step down a row is a row entering the window less one
+        // leaving it, below 255 (2 rx + 1), and the divisor is larger, as
+        // 2 ry + 1 > 255 too (quotient_steps_hold). (With four samples per
+        // thread and a division for every four outputs, 4K 8-bit r = 2052
+        // took 48% more instructions than r = 1919, Nsight Compute, GPU run 4
+        // of 2026-12-03; eight samples and a division each: 36.7 -> 34.6 us,
+        // GPU run 6.)
+        // (A loop that runs at most once: as an `if`, the 64-register kernels
+        // spilled 114-298 bytes.)
         for (int s8 = 8 * t; s8 < samples; s8 += 8 * kBlock) {
           QuotientStep qs[C];
           uint32_t before[C];  // the low 32 bits of each channel's last sum
@@ -680,8 +697,15 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
             for (int j = 0; j < 4; ++j) {
               const uint32_t sum = static_cast<uint32_t>(hi[j] - lo[j]);
               if (h == 0 && j < C) {
-                const int x = (s8 + j) / C;
-                qs[j] = first_quotient(p_at(Wide{}, x + rx + 1, j) - p_at(Wide{}, x - rx, j), inv_count);
+                if (above_known) {
+                  qs[j] = above[j];
+                  next_quotient(qs[j], static_cast<int>(sum - above_sum[j]), inv_count);
+                } else {  // the band's first row
+                  const int x = (s8 + j) / C;
+                  qs[j] = first_quotient(p_at(Wide{}, x + rx + 1, j) - p_at(Wide{}, x - rx, j), inv_count);
+                }
+                above[j] = qs[j];
+                above_sum[j] = sum;
               } else {
                 next_quotient(qs[j % C], static_cast<int>(sum - before[j % C]), inv_count);
               }
@@ -691,6 +715,7 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
             store4(o + s8 + h, v);
           }
         }
+        above_known = true;
       } else {
         for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
           uint32_t v[4];
@@ -806,6 +831,11 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
     } else {
     Sum run, aggregate;
     Scan(scan_storage).ExclusiveScan(total, run, Sum{}, VecAdd<Acc, G * C>{}, aggregate);
+    // kWraps: the rows whose wraps write_outputs reads. With four samples
+    // per store, only the band's first row: its first quotients divide true
+    // prefixes, and every later row's step from the row above and from the
+    // low 32 bits alone; one output at a time, every row.
+    auto wrap_records_read = [&](int g) { return !(STREAMBLUR_RUNNING_VEC_OUT && out_aligned) || (g == 0 && y == y0); };
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       Acc p[kItems];
@@ -814,7 +844,7 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
         p[i] = run.v[g * C + i % C];
         run.v[g * C + i % C] += rows[g][i];
         if constexpr (kWraps)
-          if (run.v[g * C + i % C] < p[i]) {  // the channel's next entry wraps
+          if (wrap_records_read(g) && run.v[g * C + i % C] < p[i]) {  // the channel's next entry wraps
             int* w = wraps[parity][g][i % C];
             const int k = atomicAdd(w, 1);
             if (k < kMaxWraps) w[1 + k] = s0 + i + C;
@@ -950,8 +980,10 @@ void launch_bands(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t
   const int rows = band_rows(height, per_sm.load(std::memory_order_relaxed), rows_per_step<Acc, kBlock>());
   const int bands = (height + rows - 1) / rows;
   using Wide = WindowSum<Acc, kWraps>;
-  if (quotient_steps<T, Acc, kWhole, kWraps>() && !quotient_steps_hold(sizeof(T), rx))
-    throw std::logic_error("running box: quotient steps need 2 rx + 1 above the largest sample");  // box_bands' kSteps
+  if (quotient_steps<T, Acc, kWhole, kWraps>() &&
+      (!quotient_steps_hold(sizeof(T), rx) || (kWraps && !quotient_steps_hold(sizeof(T), ry))))
+    throw std::logic_error(  // box_bands' kSteps
+        "running box: quotient steps need 2 rx + 1 (and with prefixes 2 ry + 1) above the largest sample");
   const Wide count = static_cast<Wide>(2 * rx + 1) * static_cast<Wide>(2 * ry + 1);
   typename Quotient<Wide>::Inv inv;
   if constexpr (sizeof(Wide) == 4) inv = make_divider(count);
