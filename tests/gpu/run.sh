@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The GPU machine's stages, run in the repository root there after
+# tests/gpu/prepare.sh here (device tool: carry [".gpu"]):
+#   bash tests/gpu/run.sh build kctest memcheck racecheck
+# Logs go to $OUT (log.txt, and a file per stage), key lines to stdout.
+# Stages:
+#   build      cmake + ninja into $BUILD (default build-gpu), tests and apps
+#   pip        the Python module into /tmp/site (no network: --no-deps)
+#   ctest      every test ($CTR: a ctest -R regex)
+#   kctest     the kernel tests ($KF: a gtest filter, default CudaBlur*)
+#   py         pytest on the module ($PYK: a -k expression)
+#   memcheck   compute-sanitizer memcheck on the kernel tests ($MCF), planes
+#              capped at 400,000 pixels (STREAMBLUR_TEST_MAX_PIXELS)
+#   racecheck  compute-sanitizer racecheck on its own smaller set ($RCF)
+#   kbench     streamblur-bench kernels $KARGS (output kbench$KN.txt)
+#   pybench    apps/bench_python.py
+#   mut:NAME   tests/mutations.py -k NAME --gpu --worktree (-R $MUTR)
+#   script:F   bash F
+# GPU tests must run here, not skip: STREAMBLUR_REQUIRE_GPU=1 makes a
+# missing device a failure.
+set -uo pipefail
+R=$(pwd); G=$R/.gpu; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+LOG=$OUT/log.txt
+[ -d /opt/streamblur-deps ] || tar -xJf "$G/deps.tar.xz" -C /opt
+export PATH=/usr/local/cuda/bin:$PATH
+export PKG_CONFIG_PATH=/opt/streamblur-deps/lib/pkgconfig
+export CMAKE_PREFIX_PATH="/opt/streamblur-deps:$G/usr"   # a list: ':' here
+export LD_LIBRARY_PATH=/opt/streamblur-deps/lib:/opt/streamblur-deps/lib/x86_64-linux-gnu:$G/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export STREAMBLUR_REQUIRE_GPU=1 STREAMBLUR_ALLOW_NO_RAY=1
+[ -d "$G/media" ] && export STREAMBLUR_TEST_MEDIA_DIR="$G/media"
+B=${BUILD:-build-gpu}
+say() { echo "== $*" | tee -a "$LOG"; }
+rc_all=0
+for st in "$@"; do
+  t0=$(date +%s)
+  case $st in
+    build)
+      say build
+      cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DSTREAMBLUR_BUILD_TESTS=ON -DSTREAMBLUR_BUILD_APPS=ON >> "$LOG" 2>&1 &&
+        cmake --build "$B" -j"$(nproc)" >> "$LOG" 2>&1 || { say BUILD FAILED; tail -40 "$LOG"; exit 1; } ;;
+    pip)
+      say pip
+      rm -rf /tmp/site
+      CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" python3 -m pip install --no-build-isolation --no-deps \
+        --target /tmp/site ./python >> "$LOG" 2>&1 || { say PIP FAILED; tail -40 "$LOG"; exit 1; } ;;
+    ctest)
+      say ctest
+      ctest --test-dir "$B" --output-on-failure -j8 ${CTR:+-R "$CTR"} > "$OUT/ctest.txt" 2>&1 || rc_all=1
+      grep -E "tests passed|tests failed|\(Failed\)" "$OUT/ctest.txt" | tail -20 ;;
+    kctest)
+      say kctest
+      "$B/tests/streamblur_kernel_tests" --gtest_filter="${KF:-CudaBlur*}" > "$OUT/kctest.txt" 2>&1 || rc_all=1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$OUT/kctest.txt" | tail -20 ;;
+    py)
+      say pytest
+      PYTHONPATH=/tmp/site MPLBACKEND=Agg python3 -m pytest -q -p no:cacheprovider python/tests ${PYK:+-k "$PYK"} > "$OUT/pytest.txt" 2>&1 || rc_all=1
+      tail -5 "$OUT/pytest.txt" ;;
+    memcheck)
+      say memcheck
+      STREAMBLUR_TEST_MAX_PIXELS=400000 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$B/tests/streamblur_kernel_tests" --gtest_filter="${MCF:-CudaBlur.Running*:CudaBlur.RacecheckSet:CudaBlur/CudaBox.*}" > "$OUT/memcheck.txt" 2>&1
+      rc=$?; [ $rc = 0 ] || rc_all=1
+      echo "memcheck rc=$rc"; grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)" "$OUT/memcheck.txt" | tail -5 ;;
+    racecheck)
+      say racecheck
+      compute-sanitizer --tool racecheck --error-exitcode 9 \
+        "$B/tests/streamblur_kernel_tests" --gtest_filter="${RCF:-CudaBlur.RacecheckSet:CudaBlur.RunningBoxWideSumsOfConstantPlanes}" > "$OUT/racecheck.txt" 2>&1
+      rc=$?; [ $rc = 0 ] || rc_all=1
+      echo "racecheck rc=$rc"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)" "$OUT/racecheck.txt" | tail -5 ;;
+    kbench)
+      say kbench ${KARGS:-}
+      "$B/apps/streamblur-bench" kernels ${KARGS:-} > "$OUT/kbench${KN:-}.txt" 2>&1; echo "rc=$?"
+      tail -60 "$OUT/kbench${KN:-}.txt" ;;
+    pybench)
+      say pybench
+      PYTHONPATH=/tmp/site python3 apps/bench_python.py > "$OUT/pybench.txt" 2>&1 || rc_all=1
+      tail -30 "$OUT/pybench.txt" ;;
+    mut:*)
+      name=${st#mut:}; say "mutation $name"
+      CMAKE_CUDA_ARCHITECTURES=90 python3 tests/mutations.py --worktree --gpu -k "$name" ${MUTR:+-R "$MUTR"} > "$OUT/mut-$name.txt" 2>&1 || rc_all=1
+      tail -6 "$OUT/mut-$name.txt" ;;
+    script:*)
+      f=${st#script:}; say "script $f"
+      bash "$f" 2>&1 | tee -a "$LOG" | tail -"${TAILN:-80}" ;;
+    *) say "unknown stage $st"; exit 2 ;;
+  esac
+  echo "   [$st $(( $(date +%s) - t0 )) s]" | tee -a "$LOG"
+done
+exit $rc_all
