@@ -44,6 +44,31 @@ struct KernelResult {
   int npp_max_diff = -1;
 };
 
+// The quickest of the paths a row timed by forcing them (0: not timed, or
+// fell back to another), and its time: what Auto would have taken by this
+// run's own measurements. An empty path where the row timed none (the
+// whole-frame rows). Ties go to the path named first.
+struct FastestPath {
+  std::string path;  // cuda::path_name's spelling
+  double us = 0;
+};
+inline FastestPath fastest_path(const KernelResult& r) {
+  const std::pair<const char*, double> timed[] = {{"fused", r.fused_us},     {"two-pass", r.two_pass_us},
+                                                  {"register", r.register_us}, {"sliding", r.sliding_us},
+                                                  {"running", r.running_us}, {"wide", r.wide_us},
+                                                  {"tensor", r.tensor_us}};
+  FastestPath best;
+  for (const auto& [name, us] : timed)
+    if (us > 0 && (best.path.empty() || us < best.us)) best = {name, us};
+  return best;
+}
+// Auto's kernels took more than 5% longer than the fastest forced path: the
+// row's mark that Auto's thresholds disagree with this run.
+inline bool auto_missed_fastest(const KernelResult& r) {
+  const FastestPath best = fastest_path(r);
+  return !best.path.empty() && best.path != r.path && r.ours_us > 1.05 * best.us;
+}
+
 bool npp_available();
 std::vector<KernelResult> run_kernel_bench(const KernelBenchOptions& options);
 

@@ -31,9 +31,9 @@ extern "C" {
 namespace {
 
 void print_kernel_header(bool npp) {
-  std::printf("%-10s %4s %-14s %6s %5s %-9s %10s %9s %9s %9s %9s %9s %9s %9s %10s %8s", "size", "bits", "filter", "param",
+  std::printf("%-10s %4s %-14s %6s %5s %-9s %10s %9s %9s %9s %9s %9s %9s %9s %10s %8s %-9s", "size", "bits", "filter", "param",
               "taps", "auto_path", "ours_us", "fused_us", "2pass_us", "reg_us", "slide_us", "run_us", "wide_us", "tensor_us",
-              "copy_us", "x_copy");
+              "copy_us", "x_copy", "fastest");
   if (npp) std::printf(" %10s %9s %8s", "npp_us", "npp/ours", "maxdiff");
   std::printf("\n");
 }
@@ -42,9 +42,13 @@ void print_kernel_row(const streamblur::bench::KernelResult& r) {
   char size[32];
   if (r.channels == 1) std::snprintf(size, sizeof size, "%dx%d", r.width, r.height);
   else std::snprintf(size, sizeof size, "%dx%dx%d", r.width, r.height, r.channels);
-  std::printf("%-10s %4d %-14s %6g %5d %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %8.2f", size,
+  // fastest: the quickest forced path, starred where Auto's took over 5% longer.
+  const streamblur::bench::FastestPath best = streamblur::bench::fastest_path(r);
+  const std::string fastest = best.path.empty() ? "-" : best.path + (streamblur::bench::auto_missed_fastest(r) ? "*" : "");
+  std::printf("%-10s %4d %-14s %6g %5d %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %8.2f %-9s", size,
               r.bits, r.filter.c_str(), r.param, r.taps, r.path.c_str(), r.ours_us, r.fused_us, r.two_pass_us,
-              r.register_us, r.sliding_us, r.running_us, r.wide_us, r.tensor_us, r.copy_us, r.ours_us / r.copy_us);
+              r.register_us, r.sliding_us, r.running_us, r.wide_us, r.tensor_us, r.copy_us, r.ours_us / r.copy_us,
+              fastest.c_str());
   if (r.npp_us >= 0) std::printf(" %10.1f %9.2f %8d", r.npp_us, r.npp_us / r.ours_us, r.npp_max_diff);
   std::printf("\n");
   std::fflush(stdout);
@@ -57,7 +61,9 @@ nlohmann::json kernel_json(const std::vector<streamblur::bench::KernelResult>& r
                  {"taps", r.taps}, {"path", r.path}, {"ours_us", r.ours_us}, {"fused_us", r.fused_us},
                  {"two_pass_us", r.two_pass_us}, {"register_us", r.register_us}, {"sliding_us", r.sliding_us},
                  {"running_us", r.running_us}, {"wide_us", r.wide_us}, {"tensor_us", r.tensor_us}, {"copy_us", r.copy_us},
-                 {"ratio_to_copy", r.ours_us / r.copy_us},
+                 {"ratio_to_copy", r.ours_us / r.copy_us}, {"fastest_path", streamblur::bench::fastest_path(r).path},
+                 {"fastest_us", streamblur::bench::fastest_path(r).us},
+                 {"auto_missed_fastest", streamblur::bench::auto_missed_fastest(r)},
                  {"npp_us", r.npp_us}, {"npp_max_diff", r.npp_max_diff}});
   return j;
 }
@@ -79,7 +85,7 @@ std::vector<streamblur::bench::KernelResult> kernel_table(bool quick, const std:
   if (only == "gblur") opt.box_radii.clear();
   const bool npp = streamblur::bench::npp_available();
   std::printf("Kernel benchmark: median GPU time per plane, rotating over 16 buffers; x_copy = ours / device copy; a forced path "
-              "that falls back to another shows 0%s\n",
+              "that falls back to another shows 0; fastest = the quickest forced path, * where Auto's took over 5%% longer%s\n",
               npp ? "; npp/ours > 1 means streamblur is faster; maxdiff = largest |NPP - ours|" : " (NPP not built in)");
   print_kernel_header(npp);
   opt.progress = print_kernel_row;

@@ -16,7 +16,40 @@
 #include <thread>
 #include <unistd.h>
 
+#include "bench_kernels.hpp"
+
 namespace fs = std::filesystem;
+
+// The kernel table's "fastest" column: the quickest forced path of a row, and
+// whether Auto's kernels took over 5% longer than it (rows from GPU run 8 of
+// 2026-12-03, where the column would have flagged 1080p box r = 3).
+TEST(Bench, FastestPathIsTheQuickestTimedOneAndMarksAutosMisses) {
+  using streamblur::bench::KernelResult;
+  KernelResult r;
+  r.path = "fused";
+  r.ours_us = r.fused_us = 11.3;
+  r.two_pass_us = 22.8;
+  r.register_us = 9.8;
+  r.sliding_us = 31.2;
+  r.running_us = 12.4;
+  EXPECT_EQ(streamblur::bench::fastest_path(r).path, "register");
+  EXPECT_DOUBLE_EQ(streamblur::bench::fastest_path(r).us, 9.8);
+  EXPECT_TRUE(streamblur::bench::auto_missed_fastest(r));
+  r.register_us = 10.9;  // Auto within 5% of the fastest: no mark
+  EXPECT_EQ(streamblur::bench::fastest_path(r).path, "register");
+  EXPECT_FALSE(streamblur::bench::auto_missed_fastest(r));
+  r.register_us = 0;  // not timed (or fell back): never the fastest
+  r.tensor_us = 11.0;
+  EXPECT_EQ(streamblur::bench::fastest_path(r).path, "tensor");
+  r.path = "tensor";  // Auto took the fastest: no mark, whatever the times
+  r.ours_us = 11.9;
+  EXPECT_FALSE(streamblur::bench::auto_missed_fastest(r));
+  KernelResult frame;  // a whole-frame row times no forced path
+  frame.path = "tensor";
+  frame.ours_us = 45.2;
+  EXPECT_EQ(streamblur::bench::fastest_path(frame).path, "");
+  EXPECT_FALSE(streamblur::bench::auto_missed_fastest(frame));
+}
 
 TEST(Bench, TinyPipelineRunWritesWellFormedJson) {
   const fs::path dir = fs::temp_directory_path() / ("streamblur-bench-test-" + std::to_string(::getpid()));
