@@ -201,32 +201,41 @@ void box_blur(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst
 // plane (prefix sums over each row, then each column, extended by the clamped
 // edge samples): for windows of thousands of samples, where the separable
 // sums above take minutes. Checked against them (Reference tests).
+// The window sums of a line of n values (at(i), i in [0, n)) with the ends
+// clamped: out(i) = at(clamp(i - r)) + ... + at(clamp(i + r)), from one
+// prefix sum over the line extended by r values each side.
+template <class At, class Out>
+void clamped_window_sums(int n, int r, At at, Out out) {
+  std::vector<unsigned long long> prefix(static_cast<std::size_t>(n) + 2 * r + 1);
+  for (int i = 0; i < n + 2 * r; ++i) prefix[i + 1] = prefix[i] + at(clamp_to(i - r, n));
+  for (int i = 0; i < n; ++i) out(i, prefix[i + 2 * r + 1] - prefix[i]);
+}
+
+// The same box blur in exact integer arithmetic, in time linear in the
+// plane (window sums along each row, then down each column): for windows of
+// thousands of samples, where the separable sums above take minutes.
+// Checked against them (Reference tests).
 template <class T>
 void box_blur_exact(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int w, int h, int c,
                     int rx, int ry) {
   const std::size_t samples = static_cast<std::size_t>(w) * c;
-  std::vector<unsigned long long> rows(samples * h), prefix;
-  prefix.resize(static_cast<std::size_t>(w) + 2 * rx + 1);
+  std::vector<unsigned long long> rows(samples * h);
   for (int y = 0; y < h; ++y) {
     const T* in = reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(src) + y * src_pitch);
-    for (int ch = 0; ch < c; ++ch) {
-      prefix[0] = 0;
-      for (int i = 0; i < w + 2 * rx; ++i) prefix[i + 1] = prefix[i] + in[clamp_to(i - rx, w) * c + ch];
-      for (int x = 0; x < w; ++x) rows[y * samples + x * c + ch] = prefix[x + 2 * rx + 1] - prefix[x];
-    }
+    for (int ch = 0; ch < c; ++ch)
+      clamped_window_sums(
+          w, rx, [&](int x) -> unsigned long long { return in[x * c + ch]; },
+          [&](int x, unsigned long long sum) { rows[y * samples + x * c + ch] = sum; });
   }
   const unsigned long long n = static_cast<unsigned long long>(2 * rx + 1) * (2 * ry + 1);
-  prefix.resize(static_cast<std::size_t>(h) + 2 * ry + 1);
-  for (std::size_t s = 0; s < samples; ++s) {
-    prefix[0] = 0;
-    for (int i = 0; i < h + 2 * ry; ++i) prefix[i + 1] = prefix[i] + rows[clamp_to(i - ry, h) * samples + s];
-    for (int y = 0; y < h; ++y) {
-      const unsigned long long sum = prefix[y + 2 * ry + 1] - prefix[y];
-      // To nearest: n is odd, so sum / n is never k + 1/2.
-      reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(dst) + y * dst_pitch)[s] =
-          static_cast<T>((2 * sum + n) / (2 * n));
-    }
-  }
+  for (std::size_t s = 0; s < samples; ++s)
+    clamped_window_sums(
+        h, ry, [&](int y) { return rows[y * samples + s]; },
+        [&](int y, unsigned long long sum) {
+          // To nearest: n is odd, so sum / n is never k + 1/2.
+          reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(dst) + y * dst_pitch)[s] =
+              static_cast<T>((2 * sum + n) / (2 * n));
+        });
 }
 
 }  // namespace oracle
