@@ -825,6 +825,15 @@ TEST(CudaBlur, RunningBoxAnyRadius) {
       {{2501, 6}, 2, 1, 2500, 4000},
       {{33, 40}, 1, 1, 4096, 7},   {{40, 33}, 2, 1, 0, 4096},
       {{64, 2500}, 1, 1, 9, 700},  {{37, 2300}, 2, 2, 3, 40},  {{1001, 1061}, 1, 2, 150, 31},
+      // The 4-output groups' prefix loads at each offset modulo 4 (a warp's
+      // lanes share words by shuffles where the offset is not a multiple of
+      // 4; the first and last lane read theirs): rx = 21-24 on one channel,
+      // rows of 256, 512 and 1024 threads, a row's second group of warps
+      // partly past its end (1500 samples), pairs at odd and even rx.
+      {{1500, 37}, 1, 1, 21, 6},   {{1500, 37}, 1, 1, 22, 6},  {{1500, 37}, 1, 1, 23, 6},
+      {{1500, 37}, 1, 1, 24, 6},   {{3844, 20}, 1, 2, 29, 3},  {{3844, 20}, 1, 2, 30, 3},
+      {{6000, 9}, 1, 1, 13, 14},   {{6000, 9}, 1, 1, 15, 2},   {{1000, 25}, 2, 1, 30, 2},
+      {{1000, 25}, 2, 1, 31, 2},   {{1500, 37}, 1, 1, 1, 1},   {{1500, 37}, 1, 1, 2, 1},
   };
   for (const Case& c : cases) {
     const unsigned seed = fresh_seed();

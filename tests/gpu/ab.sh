@@ -7,7 +7,8 @@
 # so that the machine's drift falls on all of them alike.
 #   SRC=blur_running.cu bash tests/gpu/ab.sh 'base=-DKNOB=0' 'new=' -- kernels --filter boxblur --box-radii 15,30
 # Output: "### NAME round K" then the bench's output, on stdout; binaries in
-# /tmp/ab-NAME/streamblur-bench.
+# /tmp/ab-NAME/streamblur-bench (AB_REUSE=1: kept where they exist, for
+# another set of bench arguments).
 set -uo pipefail
 B=${BUILD:-build-gpu}
 SRC=${SRC:-blur_running.cu}
@@ -21,9 +22,9 @@ link=$(ninja -t commands apps/streamblur-bench | grep -F -- "-o apps/streamblur-
 [ -n "$obj" ] && [ -n "$link" ] || { echo "ab.sh: no ninja command for $SRC or the bench" >&2; exit 1; }
 out_obj=$(echo "$obj" | sed 's/.* -o //')
 member=$(basename "$out_obj")
-pids=()
 for v in "${variants[@]}"; do
   defs=${v#*=} d=/tmp/ab-${v%%=*}
+  [ -n "${AB_REUSE:-}" ] && [ -x "$d/streamblur-bench" ] && continue
   rm -rf "$d" && mkdir -p "$d"
   (
     cmd=${obj/ -o $out_obj/ $defs -o $d/$member}
@@ -34,12 +35,11 @@ for v in "${variants[@]}"; do
       cp kernels/libstreamblur_kernels.a "$d/" && (cd "$d" && ar r libstreamblur_kernels.a "$member") >> "$d/build.log" 2>&1 &&
       eval "$lcmd" >> "$d/build.log" 2>&1
   ) &
-  pids+=($!)
 done
+wait
 ok=1
-for i in "${!pids[@]}"; do
-  v=${variants[$i]} d=/tmp/ab-${variants[$i]%%=*}
-  wait "${pids[$i]}"
+for v in "${variants[@]}"; do
+  d=/tmp/ab-${v%%=*}
   if [ ! -x "$d/streamblur-bench" ]; then echo "ab.sh: variant ${v%%=*} failed to build"; tail -20 "$d/build.log"; ok=0; fi
 done
 [ $ok = 1 ] || exit 1

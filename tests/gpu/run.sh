@@ -14,7 +14,7 @@
 #   racecheck  compute-sanitizer racecheck on its own smaller set ($RCF)
 #   kbench     streamblur-bench kernels $KARGS (output kbench$KN.txt)
 #   pybench    apps/bench_python.py
-#   mut:NAME   tests/mutations.py -k NAME --gpu --worktree (-R $MUTR)
+#   mut:A,B    tests/mutations.py -k A -k B --gpu --worktree (-R $MUTR)
 #   script:F   bash F
 # GPU tests must run here, not skip: STREAMBLUR_REQUIRE_GPU=1 makes a
 # missing device a failure.
@@ -78,7 +78,8 @@ for st in "$@"; do
       tail -30 "$OUT/pybench.txt" ;;
     mut:*)
       name=${st#mut:}; say "mutation $name"
-      CMAKE_CUDA_ARCHITECTURES=90 python3 tests/mutations.py --worktree --gpu -k "$name" ${MUTR:+-R "$MUTR"} > "$OUT/mut-$name.txt" 2>&1 || rc_all=1
+      ks=(); IFS=, read -ra names <<< "$name"; for n in "${names[@]}"; do ks+=(-k "$n"); done
+      CMAKE_CUDA_ARCHITECTURES=90 python3 tests/mutations.py --worktree --gpu "${ks[@]}" ${MUTR:+-R "$MUTR"} > "$OUT/mut-${name//,/+}.txt" 2>&1 || rc_all=1
       tail -6 "$OUT/mut-$name.txt" ;;
     script:*)
       f=${st#script:}; say "script $f"
