@@ -119,6 +119,8 @@ MUTATIONS = [
     M("cuda-running-load-phase", "window", "kernels/src/blur_running.cu",
       "case 1: groups(integral_constant<int, 2>{}, integral_constant<int, 3>{}); break;",
       "case 1: groups(integral_constant<int, 3>{}, integral_constant<int, 2>{}); break;", gpu=True),
+    M("cuda-running-straddle-clamp", "borders", "kernels/src/blur_running.cu",
+      "const int xc = min(max(i, 0), width);", "const int xc = min(max(i, 0), width - 1);", gpu=True),
     M("cuda-wide-rows-shift", "borders", "kernels/src/blur_wide.cu",
       "const int base = xs - (radius + front) * C;", "const int base = xs - (radius + front) * C + 1;", gpu=True),
     M("cuda-wide-left-channel", "borders", "kernels/src/blur_wide.cu",

@@ -673,6 +673,37 @@ INSTANTIATE_TEST_SUITE_P(CudaBlur, CudaBox, testing::ValuesIn(gpu_box_cases()), 
 // 16, 24, 32) and pads smaller radii with zero weights (the sliding path the
 // same up to 6, and one box kernel per radius 1..4): every bucket, at its
 // edges, on a plane of several tiles whose width is no multiple of 128.
+// Auto's box kernels, from the measured table (kernels/src/blur.cu; the
+// choice reads the device's shared-memory limits, hence a GPU).
+TEST(CudaBlur, AutoBoxKernelsFromTheMeasuredTable) {
+  REQUIRE_GPU();
+  using P = cuda::BlurPath;
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(3).path_taken(1920, 1080, 1, 2), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(3840, 2160, 1, 2), P::Sliding);
+  EXPECT_EQ(cuda::BoxBlur(3).path_taken(3840, 2160, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(60).path_taken(1920, 1080, 1, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(10).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(11).path_taken(1920, 1080, 1, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(15).path_taken(1920, 1080, 1, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(24).path_taken(3840, 2160, 1, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(8).path_taken(3840, 2160, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(9).path_taken(3840, 2160, 1, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(6).path_taken(3840, 2160, 1, 2), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(7).path_taken(3840, 2160, 1, 2), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(4096).path_taken(3840, 2160, 1, 2), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 540, 2, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 540, 2, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(60).path_taken(960, 540, 2, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(16).path_taken(1920, 2160, 2, 2), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 2160, 2, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 1080, 2, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 1080, 2, 1), P::Running);
+  EXPECT_EQ(cuda::BoxBlur(60).path_taken(9000, 100, 1, 1), P::TwoPass);  // wider than the running kernels take
+  EXPECT_EQ(cuda::BoxBlur(60).path_taken(640, 360, 3, 1), P::TwoPass);
+}
+
 TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   REQUIRE_GPU();
   for (int r : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 24, 25, 31, 32}) {
@@ -718,27 +749,6 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 13, 8).path_taken(1920, 2160, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(960, 1080, 2, 1), P::Tensor);   // 2 M samples
   EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(640, 360, 4, 1), P::TwoPass);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Fused);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(3840, 2160, 1, 2), P::Sliding);
-  EXPECT_EQ(cuda::BoxBlur(3).path_taken(3840, 2160, 1, 1), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 1080, 1, 1), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(60).path_taken(1920, 1080, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(10).path_taken(1920, 1080, 1, 1), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(11).path_taken(1920, 1080, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(15).path_taken(1920, 1080, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(24).path_taken(3840, 2160, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(9).path_taken(3840, 2160, 1, 2), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(10).path_taken(3840, 2160, 1, 2), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(4096).path_taken(3840, 2160, 1, 2), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 540, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 540, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(60).path_taken(960, 540, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(16).path_taken(1920, 2160, 2, 2), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 2160, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 1080, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 1080, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(60).path_taken(9000, 100, 1, 1), P::TwoPass);  // wider than the running kernels take
-  EXPECT_EQ(cuda::BoxBlur(60).path_taken(640, 360, 3, 1), P::TwoPass);
   // A forced path that cannot run falls back: sliding -> register -> fused
   // -> two passes.
   cuda::GaussianBlur wide(5.0);

@@ -381,11 +381,13 @@ enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, Tw
 //   radius 32 (faster than the fused and sliding ones at every sigma and size
 //   measured), the wide two passes above and, on planes of 4 M samples or
 //   more, from kWideFromRadiusLarge;
-// - boxes of radius <= 3 on planes under 4 M samples: the older fused kernel
-//   (1080p r=1: 9.0 us against 11.0 register, 16.5 sliding);
-// - boxes of radius 1 on larger planes: the sliding window (4K: 21.4 us
-//   against 25.5 fused, 27.4 register);
-// - other boxes up to radius 32: register-blocked; running sums from
+// - boxes of radius 1 on planes of 4 M samples or more: the sliding window
+//   (4K: 12.1 us against 20.2 register and 25.7 fused, GPU run 5 of
+//   2026-12-03, third session);
+// - other boxes up to radius 32: register-blocked, on smaller planes from
+//   radius 1 too (1080p, the same run: r = 1-3 8.9, 9.6, 9.8 us at 8 bits
+//   against the fused kernel's 9.0, 10.0, 11.4; 9.9, 10.5, 11.0 against 9.9,
+//   10.9, 12.3 at 16; it took r <= 3 until then); running sums from
 //   kRunningFromRadius (two passes where those cannot run).
 // Interleaved channels: the wide passes for Gaussians on pairs; boxes on
 // pairs take the running sums (from kRunningFromRadiusPairs); other
@@ -395,7 +397,8 @@ constexpr long long kLargePlaneSamples = 4'000'000;
 // not grow with the radius (H200, 2026-12-02, all three running kernels
 // programmatic dependent launches; register / running us):
 // - one-channel planes beyond the register path's reach, and before it on
-//   planes of 4 M samples or more from r = 10 (4K 8-bit r = 8: 27.3 / 33.0,
+//   planes of 4 M samples or more (from r = 10 until the re-measurement
+//   below, which moved it to 9 at 8 bits and 7 at 16; 4K 8-bit r = 8: 27.3 / 33.0,
 //   r = 9: 35.3 / 34.8, r = 10: 36.1 / 34.6, r = 11: 37.5 / 32.8; 16-bit
 //   r = 9: 36.3 / 37.2, r = 10: 37.9 / 37.0, r = 11: 39.9 / 35.5), and on
 //   smaller planes from r = 11 (1080p 8-bit r = 10: 13.0 / 13.8, r = 11:
@@ -405,8 +408,16 @@ constexpr long long kLargePlaneSamples = 4'000'000;
 //   passes are the alternatives: from r = 1 (960x1080x2 8-bit r = 1: fused
 //   16.0, running 14.9; 16-bit 16.2 / 15.4; 1920x2160x2 8-bit r = 1: fused
 //   51.0, running 35.5; r = 8: 94.3 / 36.2).
+// Re-measured with `streamblur-bench kernels --box-radii 1,...,14` (its
+// `fastest` column; GPU run 5 of 2026-12-03, third session, running kernels
+// with compile-time load offsets): 4K 8-bit r = 8: register 27.5 / running
+// 30.3, r = 9: 35.8 / 32.8; 16-bit r = 6: 35.4 / 35.3, r = 7: 37.4 / 33.0,
+// r = 8: 37.6 / 32.8, r = 9: 36.4 / 35.6 (hence 9 and 7 there); 1080p 8-bit
+// r = 10: 13.2 / 13.8, r = 11: 13.6 / 13.8, r = 12: 13.8 / 13.6; 16-bit
+// r = 10: 13.5 / 15.5, r = 11: 14.0 / 14.4, r = 12: 14.5 / 14.2.
 constexpr int kRunningFromRadius = 11;
-constexpr int kRunningFromRadiusLarge = 10;
+constexpr int kRunningFromRadiusLarge = 9;     // 8-bit samples
+constexpr int kRunningFromRadiusLarge16 = 7;   // 16-bit samples
 constexpr int kRunningFromRadiusPairs = 1;
 // One-channel Gaussians on planes of 4 M samples or more take the wide passes
 // (blur_wide.cu) from this radius, at either sample size: above the register
@@ -465,14 +476,14 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   if (path == BlurPath::Auto && wide_fits && channels == 2) return Kernel::Wide;
   if (path == BlurPath::Wide) path = BlurPath::TwoPass;
   const int running_from =
-      one_channel ? (large ? kRunningFromRadiusLarge : kRunningFromRadius) : kRunningFromRadiusPairs;
+      one_channel ? (large ? (sample_bytes == 1 ? kRunningFromRadiusLarge : kRunningFromRadiusLarge16) : kRunningFromRadius)
+                  : kRunningFromRadiusPairs;
   const int wide_from = large ? kWideFromRadiusLarge : tiled::kMaxRadius + 1;
   if (path == BlurPath::Auto && running_fits && std::max(rx, ry) >= running_from) return Kernel::Running;
   if (path == BlurPath::Running && running_fits) return Kernel::Running;
   if (path == BlurPath::Running) path = BlurPath::Register;
   if (path == BlurPath::Auto && one_channel) {
-    if (!weighted && rx <= 3 && ry <= 3 && !large) path = BlurPath::Fused;
-    else if (!weighted && rx == 1 && ry == 1 && large && sliding_fits) return Kernel::Sliding;
+    if (!weighted && rx == 1 && ry == 1 && large && sliding_fits) return Kernel::Sliding;
     else if (tensor_fits && std::max(rx, ry) >= (large ? kTensorFromRadiusLarge : kTensorFromRadius))
       return Kernel::Tensor;
     else if (weighted && wide_fits && std::max(rx, ry) >= wide_from) return Kernel::Wide;

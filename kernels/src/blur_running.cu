@@ -385,6 +385,11 @@ __host__ __device__ constexpr int prefix_stride(int entries) {
 #ifndef STREAMBLUR_RUNNING_VEC_OUT
 #define STREAMBLUR_RUNNING_VEC_OUT 1
 #endif
+// Groups of 4 outputs that straddle an end of the row: their prefixes
+// without branches (p_ext, below).
+#ifndef STREAMBLUR_RUNNING_STRADDLE
+#define STREAMBLUR_RUNNING_STRADDLE 1
+#endif
 // The 4-output loads' offsets modulo 4 as compile-time constants (below).
 #ifndef STREAMBLUR_RUNNING_PHASES
 #define STREAMBLUR_RUNNING_PHASES 1
@@ -661,6 +666,21 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       if (i >= width) return right_of(v, i - width, c);
       return at(v, i * C + c, c);
     };
+    // p_at without branches, for groups that straddle an end of the row
+    // (below): an entry clamped into the row plus the extension past either
+    // end, so that one lane's eight loads issue together. (With p_at, whose
+    // branches hold each load back, the one lane at each end of a row whose
+    // group straddled it cost the whole block that lane's latency at every
+    // row: rows with rx % 4 = 1 or 2, which have such a group at both ends,
+    // took 32.7-32.9 us at 4K 8-bit against 30.4-30.6 for the others, GPU run
+    // 5 of 2026-12-03, third session.)
+    auto p_ext = [&](auto v, int i, int c) {
+      using V = decltype(v);
+      const int xc = min(max(i, 0), width);
+      const V last = static_cast<V>(static_cast<Acc>(P[samples + c] - P[samples - C + c]));  // the last column
+      return static_cast<V>(at(v, xc * C + c, c) + static_cast<V>(max(i - width, 0)) * last -
+                            static_cast<V>(max(-i, 0)) * static_cast<V>(P[C + c]));
+    };
     // The prefixes of a group of four outputs starting at sample s4 (below);
     // loaded ones (load4) are P's own type, so with kWraps only Acc.
     // m_hi, m_lo: std::integral_constant<int, M> with M the loaded entries'
@@ -689,8 +709,13 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int x = (s4 + j) / C, c = s4 + j - x * C;
-          hi[j] = p_at(V{}, x + rx + 1, c);
-          lo[j] = p_at(V{}, x - rx, c);
+          if (STREAMBLUR_RUNNING_STRADDLE && !kSteps) {  // (with steps, the 64-register pair kernels spilled)
+            hi[j] = p_ext(V{}, x + rx + 1, c);
+            lo[j] = p_ext(V{}, x - rx, c);
+          } else {
+            hi[j] = p_at(V{}, x + rx + 1, c);
+            lo[j] = p_at(V{}, x - rx, c);
+          }
         }
       }
     };
