@@ -16,6 +16,8 @@
 #   pybench    apps/bench_python.py
 #   mut:A,B    tests/mutations.py -k A -k B --gpu --worktree (-R $MUTR)
 #   script:F   bash F
+#   pack:F     tar.xz of $OUT's logs into F (the device tool brings back few
+#              files: OUT=/tmp/l ... pack:$OUT_OF_THE_DEVICE/logs.tar.xz)
 # GPU tests must run here, not skip: STREAMBLUR_REQUIRE_GPU=1 makes a
 # missing device a failure.
 set -uo pipefail
@@ -81,6 +83,11 @@ for st in "$@"; do
       ks=(); IFS=, read -ra names <<< "$name"; for n in "${names[@]}"; do ks+=(-k "$n"); done
       CMAKE_CUDA_ARCHITECTURES=90 python3 tests/mutations.py --worktree --gpu "${ks[@]}" ${MUTR:+-R "$MUTR"} > "$OUT/mut-${name//,/+}.txt" 2>&1 || rc_all=1
       tail -6 "$OUT/mut-$name.txt" ;;
+    pack:*)
+      # The device tool brings back only a few files from its $OUT: run the
+      # stages with OUT pointing elsewhere, then pack:$DEVICE_OUT/logs.tar.xz.
+      f=${st#pack:}; say "pack $f"
+      tar -cJf "$f" -C "$OUT" . || rc_all=1 ;;
     script:*)
       f=${st#script:}; say "script $f"
       bash "$f" 2>&1 | tee -a "$LOG" | tail -"${TAILN:-80}" ;;
