@@ -28,6 +28,8 @@ for v in "${variants[@]}"; do
   rm -rf "$d" && mkdir -p "$d"
   (
     cmd=${obj/ -o $out_obj/ $defs -o $d/$member}
+    # (never into the build's own object, should the substitution miss)
+    [ "$cmd" != "$obj" ] || { echo "ab.sh: could not redirect $member" > "$d/build.log"; exit 1; }
     cmd=$(echo "$cmd" | sed "s# -MD -MT [^ ]* -MF [^ ]*##")
     lcmd=$(echo "$link" | sed "s#kernels/libstreamblur_kernels.a#$d/libstreamblur_kernels.a#; s#-o apps/streamblur-bench#-o $d/streamblur-bench#")
     echo "$cmd" > "$d/build.log"
