@@ -71,7 +71,9 @@ nlohmann::json kernel_json(const std::vector<streamblur::bench::KernelResult>& r
 
 std::vector<streamblur::bench::KernelResult> kernel_table(bool quick, const std::string& only = "all",
                                                           const std::vector<int>& box_radii = {}, int channels = 1,
-                                                          const std::vector<double>& sigmas = {}) {
+                                                          const std::vector<double>& sigmas = {},
+                                                          const std::vector<int>& bits = {},
+                                                          const std::vector<std::pair<int, int>>& sizes = {}) {
   streamblur::bench::KernelBenchOptions opt;
   if (quick) {
     opt.sizes = {{640, 360}};
@@ -81,6 +83,8 @@ std::vector<streamblur::bench::KernelResult> kernel_table(bool quick, const std:
   }
   if (!box_radii.empty()) opt.box_radii = box_radii;
   if (!sigmas.empty()) opt.sigmas = sigmas;
+  if (!bits.empty()) opt.bits = bits;
+  if (!sizes.empty()) opt.sizes = sizes;
   opt.channels = channels;
   if (only == "boxblur") opt.sigmas.clear();
   if (only == "gblur") opt.box_radii.clear();
@@ -205,6 +209,14 @@ int main(int argc, char** argv) {
   kernels->add_option("--sigmas", kernel_sigmas, "cuda: Gaussian sigmas to time, comma-separated (default 1,2,5,10,20,40)")
       ->delimiter(',')
       ->check(CLI::Range(streamblur::kMinSigma, streamblur::kMaxSigma));
+  std::vector<int> kernel_bits;
+  kernels->add_option("--bits", kernel_bits, "cuda: sample sizes to time, comma-separated (default 8,16)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({8, 16}));
+  std::vector<std::string> kernel_sizes;
+  kernels->add_option("--sizes", kernel_sizes,
+                      "cuda: plane sizes in samples, WIDTHxHEIGHT, comma-separated (default 1920x1080,3840x2160)")
+      ->delimiter(',');
   std::string kernel_backend = "cuda";
   streamblur::bench::CpuKernelBenchOptions cpu_kopt;
   std::string cpu_size = "3840x2160";
@@ -319,7 +331,17 @@ int main(int argc, char** argv) {
                                         .dump(2)
                                  << "\n";
     } else if (*kernels) {
-      const auto results = kernel_table(quick, kernel_filter, kernel_box_radii, kernel_channels, kernel_sigmas);
+      std::vector<std::pair<int, int>> sizes;
+      for (const std::string& z : kernel_sizes) {
+        int w = 0, h = 0;
+        char rest = 0;
+        if (std::sscanf(z.c_str(), "%dx%d%c", &w, &h, &rest) != 2 || w < 1 || h < 1 || w % kernel_channels != 0)
+          throw std::invalid_argument("--sizes: expected WIDTHxHEIGHT (the width a multiple of --channels), got '" + z +
+                                      "'");
+        sizes.emplace_back(w, h);
+      }
+      const auto results =
+          kernel_table(quick, kernel_filter, kernel_box_radii, kernel_channels, kernel_sigmas, kernel_bits, sizes);
       if (!json_path.empty()) std::ofstream(json_path) << nlohmann::json{{"kernels", kernel_json(results)}}.dump(2) << "\n";
     }
     if (*pipeline) {
