@@ -1056,6 +1056,41 @@ TEST(CudaBlur, TensorGaussEveryRadius) {
   EXPECT_EQ(box.path_taken(640, 360, 1, 1), cuda::BlurPath::Register);
 }
 
+// The tensor kernel counts the 16-wide blocks of taps across (from the
+// radius in samples, C rx, rounded up to 4 plus C rx itself, plus 16) and
+// down (16 + 2 ry) apart, and has a launch for every pair of counts with the
+// one across 0 to 2 above the one down (any other pair runs both at the
+// larger). Radii at both ends of every such pair, one channel and pairs,
+// on planes of a few tiles with widths and heights off the tile's.
+TEST(CudaBlur, TensorGaussEveryStepCount) {
+  REQUIRE_GPU();
+  struct Case { int channels, rx, ry; };
+  // {channels, rx, ry}: the largest and smallest radii of each pair of counts
+  // (across, down) = (1,1) (2,1) (2,2) (3,1) (3,2) (3,3) (4,2) (4,3) (4,4)
+  // (5,3) (5,4) (5,5).
+  const Case cases[] = {
+      {1, 0, 0},   {1, 8, 0},   {1, 1, 0},  {1, 8, 8},   {1, 1, 1},   {1, 16, 0},  {1, 9, 0},   {1, 16, 8},
+      {1, 9, 1},   {1, 16, 16}, {1, 9, 9},  {1, 24, 8},  {1, 17, 1},  {1, 24, 16}, {1, 17, 9},  {1, 24, 24},
+      {1, 17, 17}, {1, 32, 16}, {1, 25, 9}, {1, 32, 24}, {1, 25, 17}, {1, 32, 32}, {1, 25, 25},
+      {2, 0, 0},   {2, 4, 0},   {2, 1, 0},  {2, 4, 8},   {2, 1, 1},   {2, 8, 0},   {2, 5, 0},   {2, 8, 8},
+      {2, 5, 1},   {2, 8, 16},  {2, 5, 9},  {2, 12, 8},  {2, 9, 1},   {2, 12, 16}, {2, 9, 9},   {2, 12, 24},
+      {2, 9, 17},  {2, 16, 16}, {2, 13, 9}, {2, 16, 24}, {2, 13, 17}, {2, 16, 32}, {2, 13, 25},
+  };
+  for (const Case& c : cases) {
+    const unsigned seed = fresh_seed();
+    // Odd sizes, a few 128 x 64 tiles (in samples: pairs' rows hold twice as many).
+    const int w = (c.channels == 1 ? 301 : 151) + c.rx, h = 141 + c.ry;
+    const double sx = std::max(0.5, c.rx / 3.0), sy = std::max(0.5, c.ry / 3.0);
+    SCOPED_TRACE(testing::Message() << w << "x" << h << "x" << c.channels << " r=" << c.rx << "," << c.ry
+                                    << " seed=" << seed);
+    const HostImage<uint8_t> src = random_image<uint8_t>(w, h, c.channels, seed, full_range<uint8_t>());
+    HostImage<uint8_t> want(w, h, c.channels);
+    reference::gaussian_blur<uint8_t>(src.cplane(), want.plane(), sx, sy, c.rx, c.ry);
+    cuda::GaussianBlur blur(sx, sy, c.rx, c.ry);
+    check_forced_path<uint8_t>(blur, cuda::BlurPath::Tensor, true, src, want, 1);
+  }
+}
+
 // The 3x3 box (sliding path, radius 1): widths around the 8-sample lanes and
 // 256-sample warps, heights around the 8-row strips, 8 and 16 bits.
 TEST(CudaBlur, Box3x3AtEveryEdge) {

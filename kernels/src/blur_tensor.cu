@@ -11,15 +11,19 @@
 //    values b - 128 (exact). Planes of two interleaved channels (NV12's UV)
 //    are rows of samples whose horizontal taps are every other sample: the
 //    band is twice as wide, rx in samples twice the pixels'.
-// 2. Horizontal: H (rows x 16 columns of the warp) = S (rows x 16 S' columns)
-//    x T_h, in m16n8k16 MMAs (fp16 in, fp32 accumulate). Only S' = ceil((16 +
-//    A + rx) / 16) column blocks of the staged tile meet a warp's 16 outputs,
-//    and the band's blocks are the same for every warp and row: S' 16x16
-//    blocks of taps, held in registers as MMA fragments.
+// 2. Horizontal: H (rows x 16 columns of the warp) = S (rows x 16 SX
+//    columns) x T_h, in m16n8k16 MMAs (fp16 in, fp32 accumulate). Only SX =
+//    ceil((16 + A + rx) / 16) column blocks of the staged tile meet a warp's
+//    16 outputs, and the band's blocks are the same for every warp and row:
+//    SX 16x16 blocks of taps, held in registers as MMA fragments.
 // 3. H, which is no longer exact, is kept as two fp16 planes, hi = fp16(H)
 //    and lo = fp16(H - hi) (22 significant bits together).
-// 4. Vertical: out (64 rows x 16) = T_v x H, over ceil((16 + 2 ry) / 16)
-//    blocks of H's rows, as hi and lo products. The result, plus the 128 the
+// 4. Vertical: out (64 rows x 16) = T_v x H, over SY = ceil((16 + 2 ry) /
+//    16) blocks of H's rows, as hi and lo products. The two counts are
+//    template parameters apart: a pair plane's horizontal band is twice as
+//    wide in samples as its vertical one (NV12's UV at sigma 2: SX = 3, SY =
+//    2), and its tile then stages and filters only the 64 + 16 SY rows the
+//    vertical band needs. The result, plus the 128 the
 //    staging took off times the taps' sums, is rounded half up into an
 //    output tile (over the staged source, no longer needed) and stored 16
 //    bytes at a time.
@@ -70,21 +74,27 @@ struct Taps {
 
 constexpr int align4(int r) { return (r + 3) & ~3; }
 
-// 16 x 16 blocks of the staged plane that a band of taps meets: S = the
-// larger of the horizontal and vertical counts.
-constexpr int steps(int rx, int ry) {
-  return std::max((16 + align4(rx) + rx + 15) / 16, (16 + 2 * ry + 15) / 16);
-}
+// 16 x 16 blocks of the staged plane that a band of taps meets, across
+// (rx in samples) and down.
+constexpr int steps_x(int rx) { return (16 + align4(rx) + rx + 15) / 16; }
+constexpr int steps_y(int ry) { return (16 + 2 * ry + 15) / 16; }
+constexpr int steps(int rx, int ry) { return std::max(steps_x(rx), steps_y(ry)); }
 static_assert(steps(kMaxRadius, kMaxRadius) == 5, "launch() instantiates 1 to 5 steps");
+
+// Separate counts across and down (1, 0 with a single count, for
+// tests/gpu/ab.sh's side-by-side runs).
+#ifndef STREAMBLUR_TENSOR_SPLIT_STEPS
+#define STREAMBLUR_TENSOR_SPLIT_STEPS 1
+#endif
 
 // The taps in shared memory as fp16 high parts and remainders, zero-padded
 // by kTapPad on both sides so that every fragment's index is in range.
 constexpr int kTapPad = 32;
 template <int S> constexpr int kTapLen = 16 * S + 2 * kTapPad;
 
-template <int S> struct Layout {
-  static constexpr int kRows = kTileH - 16 + 16 * S;  // staged rows = rows of H
-  static constexpr int kCols = kTileW + 16 * (S - 1);  // staged columns
+template <int SX, int SY> struct Layout {
+  static constexpr int kRows = kTileH - 16 + 16 * SY;  // staged rows = rows of H
+  static constexpr int kCols = kTileW + 16 * (SX - 1);  // staged columns
   // Pitches in halves, an odd number of 16-byte units: ldmatrix's 8 rows
   // fall in 8 different bank groups.
   static constexpr int kSPitch = kCols + 8;
@@ -92,7 +102,7 @@ template <int S> struct Layout {
   static constexpr int kOutPitch = kTileW + 16;  // bytes; 16-byte rows, 2-byte stores spread over the banks
   static constexpr std::size_t kSBytes = std::size_t{kRows} * kSPitch * 2;
   static constexpr std::size_t kHBytes = std::size_t{kRows} * kHPitch * 2;
-  static constexpr std::size_t kTapBytes = 4 * std::size_t{kTapLen<S>} * 2;  // hi and lo, x and y: 4 x kTapLen<S> halves
+  static constexpr std::size_t kTapBytes = 2 * std::size_t{kTapLen<SX> + kTapLen<SY>} * 2;  // hi and lo, x and y
   static constexpr std::size_t kShared = kSBytes + 2 * kHBytes + kTapBytes;
   static_assert(std::size_t{kTileH} * kOutPitch <= kSBytes, "the output tile reuses the staged source");
 };
@@ -161,10 +171,10 @@ __device__ __forceinline__ uint32_t edge_word(const uint8_t* row, int x, int wid
 }
 
 // A thread's share of a tile's staged source, 4 samples per word.
-template <int S, int C>
+template <class L, int C>
 struct Tile {
-  static constexpr int kGroupsPerRow = Layout<S>::kCols / 4;
-  static constexpr int kGroups = Layout<S>::kRows * kGroupsPerRow;
+  static constexpr int kGroupsPerRow = L::kCols / 4;
+  static constexpr int kGroups = L::kRows * kGroupsPerRow;
   static constexpr int kPer = (kGroups + kThreads - 1) / kThreads;
   uint32_t words[kPer];
 
@@ -201,7 +211,7 @@ struct Tile {
         uint32_t lo = __byte_perm(words[k], 0x6464u, 0x4140), hi = __byte_perm(words[k], 0x6464u, 0x4342);
         const __half2 a = __hsub2(*reinterpret_cast<const __half2*>(&lo), offset);
         const __half2 b = __hsub2(*reinterpret_cast<const __half2*>(&hi), offset);
-        *reinterpret_cast<uint2*>(staged + i * Layout<S>::kSPitch + 4 * q) = make_uint2(bits(a), bits(b));
+        *reinterpret_cast<uint2*>(staged + i * L::kSPitch + 4 * q) = make_uint2(bits(a), bits(b));
       }
     }
   }
@@ -209,23 +219,34 @@ struct Tile {
 
 // A persistent grid: each block runs tiles blockIdx.x, + gridDim.x, ...,
 // loading the next tile's source while it computes the current one.
-// Blocks per SM the registers must allow: 2 where shared memory fits 2 (the
-// compiler took 138 registers at S = 4, 1 block, 60 against 36 us at 4K).
-template <int S> constexpr int kMinBlocks = S <= 2 ? 3 : S <= 4 ? 2 : 1;
+// Blocks per SM the registers must allow: as many as the tile's shared
+// memory lets an H200's SM hold (228 KB, 1 KB reserved per block), at most 3
+// (the compiler took 138 registers at S = 4 with 1 block, 60 against 36 us
+// at 4K, where shared memory fits 2).
+// (STREAMBLUR_TENSOR_SPLIT_BLOCKS caps it where the counts differ, for
+// tests/gpu/ab.sh.)
+#ifndef STREAMBLUR_TENSOR_SPLIT_BLOCKS
+#define STREAMBLUR_TENSOR_SPLIT_BLOCKS 3
+#endif
+template <int SX, int SY>
+constexpr int kMinBlocks = static_cast<int>(std::min<std::size_t>(SX == SY ? 3 : STREAMBLUR_TENSOR_SPLIT_BLOCKS,
+                                                                  228 * 1024 / (Layout<SX, SY>::kShared + 1024)));
+static_assert(kMinBlocks<2, 2> == 3 && kMinBlocks<3, 3> == 2 && kMinBlocks<4, 4> == 2 && kMinBlocks<5, 5> == 1);
 
 // C: 1, or 2 interleaved channels (the horizontal taps every other sample).
-template <int S, int C>
-__global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const uint8_t* __restrict__ src, std::ptrdiff_t sp,
+template <int SX, int SY, int C>
+__global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY>) gauss_tensor(const uint8_t* __restrict__ src, std::ptrdiff_t sp,
                                                          uint8_t* __restrict__ dst, std::ptrdiff_t dp, int width,
                                                          int height, const Taps taps, int tiles_x, int tiles,
                                                          bool vector_in, bool vector_out) {
-  using L = Layout<S>;
+  using L = Layout<SX, SY>;
   extern __shared__ __align__(16) unsigned char smem[];
   __half* staged = reinterpret_cast<__half*>(smem);
   __half* h_hi = reinterpret_cast<__half*>(smem + L::kSBytes);
   __half* h_lo = h_hi + L::kRows * L::kHPitch;
   __half* tap_mem = h_lo + L::kRows * L::kHPitch;
-  const TapHalves tx{tap_mem, tap_mem + kTapLen<S>}, ty{tap_mem + 2 * kTapLen<S>, tap_mem + 3 * kTapLen<S>};
+  const TapHalves tx{tap_mem, tap_mem + kTapLen<SX>};
+  const TapHalves ty{tap_mem + 2 * kTapLen<SX>, tap_mem + 2 * kTapLen<SX> + kTapLen<SY>};
   uint8_t* out = smem;  // after the horizontal pass
   const int tid = threadIdx.x;
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -233,20 +254,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const ui
   const int lane_row = lane & 15, lane_col = 8 * (lane >> 4);  // ldmatrix addresses
 
   int tile = blockIdx.x;
-  Tile<S, C> next;
+  Tile<L, C> next;
   if (tile < tiles)
     next.load(src, sp, width, height, tile % tiles_x * kTileW, tile / tiles_x * kTileH, taps.rx, taps.ry,
               vector_in, tid);
-  split_taps(taps.x, 2 * taps.rx / C + 1, C, tx.hi, tx.lo, kTapLen<S>, tid);
-  split_taps(taps.y, 2 * taps.ry + 1, 1, ty.hi, ty.lo, kTapLen<S>, tid);
+  split_taps(taps.x, 2 * taps.rx / C + 1, C, tx.hi, tx.lo, kTapLen<SX>, tid);
+  split_taps(taps.y, 2 * taps.ry + 1, 1, ty.hi, ty.lo, kTapLen<SY>, tid);
   __syncthreads();
 
   // Horizontal B fragments of the taps: element (k, n) of step s, half h is
   // x[16 s + k - n - 8 h - x_offset]; this lane holds k = 2t, 2t+1 (b0) and
   // 2t+8, 2t+9 (b1), n = g.
-  uint32_t bt[S][2][2][2];  // [step][n half][hi, lo][b0, b1]
+  uint32_t bt[SX][2][2][2];  // [step][n half][hi, lo][b0, b1]
 #pragma unroll
-  for (int s = 0; s < S; ++s)
+  for (int s = 0; s < SX; ++s)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -258,9 +279,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const ui
   // Vertical A fragments: element (m, k) of step s is y[16 s + k - m]; this
   // lane holds (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..), the last
   // equal to the first.
-  uint32_t at[S][2][4];  // [step][hi, lo][a0..a3]
+  uint32_t at[SY][2][4];  // [step][hi, lo][a0..a3]
 #pragma unroll
-  for (int s = 0; s < S; ++s)
+  for (int s = 0; s < SY; ++s)
 #pragma unroll
     for (int part = 0; part < 2; ++part) {
       const int i = 16 * s + 2 * t - g;
@@ -283,7 +304,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const ui
     for (int rb = 0; rb < L::kRows / 16; ++rb) {
       float acc[2][2][4] = {};  // [n half][hi, lo taps]
 #pragma unroll
-      for (int s = 0; s < S; ++s) {
+      for (int s = 0; s < SX; ++s) {
         uint32_t a[4];
         load_block(a, staged + (16 * rb + lane_row) * L::kSPitch + 16 * (cb + s) + lane_col);
 #pragma unroll
@@ -311,7 +332,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const ui
     for (int ob = 0; ob < kTileH / 16; ++ob) {
       float acc[2][3][4] = {};
 #pragma unroll
-      for (int s = 0; s < S; ++s) {
+      for (int s = 0; s < SY; ++s) {
         // b[0], b[1]: columns 0-7's fragment; b[2], b[3]: columns 8-15's.
         uint32_t bh[4], bl[4];
         const int i = (16 * (ob + s) + lane_row) * L::kHPitch + 16 * cb + lane_col;
@@ -359,24 +380,55 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<S>) gauss_tensor(const ui
   }
 }
 
-std::size_t shared_for(int s) {
-  switch (s) {
-    case 1: return Layout<1>::kShared;
-    case 2: return Layout<2>::kShared;
-    case 3: return Layout<3>::kShared;
-    case 4: return Layout<4>::kShared;
-    default: return Layout<5>::kShared;
-  }
+// The launches instantiated: every (SX, SY) with SY <= SX <= SY + 2 (one
+// channel: SX - SY is 0 or 1; pairs up to 2); any other pair of counts runs
+// as (max, max), the extra blocks of taps being zeros.
+constexpr bool instantiated(int sx, int sy) { return sy <= sx && sx <= sy + 2; }
+
+// The counts a launch takes for radii rx (samples) and ry.
+struct Steps {
+  int x, y;
+};
+constexpr Steps launch_steps_for(int rx, int ry) {
+  const int sx = steps_x(rx), sy = steps_y(ry), s = std::max(sx, sy);
+  if (!STREAMBLUR_TENSOR_SPLIT_STEPS || !instantiated(sx, sy)) return {s, s};
+  return {sx, sy};
+}
+
+// f.template operator()<SX, SY>() for the counts' instantiation.
+template <class F>
+auto with_steps(Steps st, F&& f) {
+#define STREAMBLUR_TENSOR_CASE(X, Y) \
+  if (st.x == X && st.y == Y) return f.template operator()<X, Y>();
+  STREAMBLUR_TENSOR_CASE(1, 1)
+  STREAMBLUR_TENSOR_CASE(2, 2)
+  STREAMBLUR_TENSOR_CASE(3, 3)
+  STREAMBLUR_TENSOR_CASE(4, 4)
+  STREAMBLUR_TENSOR_CASE(5, 5)
+  STREAMBLUR_TENSOR_CASE(2, 1)
+  STREAMBLUR_TENSOR_CASE(3, 2)
+  STREAMBLUR_TENSOR_CASE(4, 3)
+  STREAMBLUR_TENSOR_CASE(5, 4)
+  STREAMBLUR_TENSOR_CASE(3, 1)
+  STREAMBLUR_TENSOR_CASE(4, 2)
+  STREAMBLUR_TENSOR_CASE(5, 3)
+#undef STREAMBLUR_TENSOR_CASE
+  throw std::invalid_argument("tensor-core Gaussian: radius above 32");
+}
+
+std::size_t shared_for(Steps st) {
+  return with_steps(st, []<int SX, int SY>() { return Layout<SX, SY>::kShared; });
 }
 
 bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t to) {
   return reinterpret_cast<std::uintptr_t>(p) % to == 0 && pitch % static_cast<std::ptrdiff_t>(to) == 0;
 }
 
-template <int S, int C>
+template <int SX, int SY, int C>
 void launch(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
             const Taps& taps, cudaStream_t stream) {
-  auto kernel = gauss_tensor<S, C>;
+  using L = Layout<SX, SY>;
+  auto kernel = gauss_tensor<SX, SY, C>;
   static std::atomic<unsigned long long> opted{0};
   opt_in_shared(kernel, opted);
   // As many blocks as run at once (the occupancy, per device), or fewer.
@@ -384,7 +436,7 @@ void launch(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t 
   const int device = detail::device_index() & 63;
   int resident = per_sm[device].load(std::memory_order_relaxed);
   if (resident == 0) {
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, Layout<S>::kShared));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, L::kShared));
     resident = std::max(resident, 1);
     per_sm[device].store(resident, std::memory_order_relaxed);
   }
@@ -393,23 +445,17 @@ void launch(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t 
   if (tiles > (1ll << 30)) throw std::invalid_argument("tensor-core Gaussian: plane too large");
   const int blocks =
       static_cast<int>(std::min<long long>(tiles, static_cast<long long>(resident) * detail::multiprocessors()));
-  kernel<<<blocks, kThreads, Layout<S>::kShared, stream>>>(src, sp, dst, dp, width, height, taps, tiles_x,
-                                                            static_cast<int>(tiles), aligned(src, sp, 4),
-                                                            aligned(dst, dp, 16));
+  kernel<<<blocks, kThreads, L::kShared, stream>>>(src, sp, dst, dp, width, height, taps, tiles_x,
+                                                   static_cast<int>(tiles), aligned(src, sp, 4), aligned(dst, dp, 16));
   STREAMBLUR_CHECK_LAUNCH("gauss_tensor", stream);
 }
 
 template <int C>
 void launch_steps(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
                   const Taps& taps, cudaStream_t stream) {
-  switch (steps(taps.rx, taps.ry)) {
-    case 1: return launch<1, C>(src, sp, dst, dp, width, height, taps, stream);
-    case 2: return launch<2, C>(src, sp, dst, dp, width, height, taps, stream);
-    case 3: return launch<3, C>(src, sp, dst, dp, width, height, taps, stream);
-    case 4: return launch<4, C>(src, sp, dst, dp, width, height, taps, stream);
-    case 5: return launch<5, C>(src, sp, dst, dp, width, height, taps, stream);
-    default: throw std::invalid_argument("tensor-core Gaussian: radius above 32");
-  }
+  with_steps(launch_steps_for(taps.rx, taps.ry), [&]<int SX, int SY>() {
+    launch<SX, SY, C>(src, sp, dst, dp, width, height, taps, stream);
+  });
 }
 
 }  // namespace
@@ -418,7 +464,7 @@ bool fits(int rx, int ry, std::size_t sample_bytes, int channels) {
   if (sample_bytes != 1 || (channels != 1 && channels != 2) || rx < 0 || ry < 0 || channels * rx > kMaxRadius ||
       ry > kMaxRadius)
     return false;
-  return shared_for(steps(channels * rx, ry)) <= shared_limit();
+  return shared_for(launch_steps_for(channels * rx, ry)) <= shared_limit();
 }
 
 int tap_blocks(int rx, int ry, int channels) { return steps(channels * rx, ry); }
