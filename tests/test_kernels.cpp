@@ -1120,10 +1120,11 @@ TEST(CudaBlur, RacecheckSet) {
   gpu_box_case<uint8_t>({4100, 6}, 1, 40);
   gpu_gauss_case<uint16_t>({131, 40}, 2, 1.0);
   gpu_gauss_case<uint8_t>({600, 70}, 1, 15.0);  // wide (and every other path)
-  // 8-bit pairs (the tensor kernel's two-channel tiles, 2 and 4 blocks of
-  // taps) and a 16-bit plane with P010's shift (the register and wide
-  // kernels' masked conversions).
+  // 8-bit pairs (the tensor kernel's two-channel tiles, blocks of taps
+  // across x down 2 x 2, 3 x 2 and 4 x 3) and a 16-bit plane with P010's
+  // shift (the register and wide kernels' masked conversions).
   gpu_gauss_case<uint8_t>({131, 70}, 2, 1.0);
+  gpu_gauss_case<uint8_t>({131, 70}, 2, 2.0);
   gpu_gauss_case<uint8_t>({131, 70}, 2, 3.0);
   for (cuda::BlurPath path : {cuda::BlurPath::Register, cuda::BlurPath::Wide}) {
     SCOPED_TRACE(path_label(path));

@@ -82,7 +82,7 @@ for st in "$@"; do
       name=${st#mut:}; say "mutation $name"
       ks=(); IFS=, read -ra names <<< "$name"; for n in "${names[@]}"; do ks+=(-k "$n"); done
       CMAKE_CUDA_ARCHITECTURES=90 python3 tests/mutations.py --worktree --gpu "${ks[@]}" ${MUTR:+-R "$MUTR"} > "$OUT/mut-${name//,/+}.txt" 2>&1 || rc_all=1
-      tail -6 "$OUT/mut-$name.txt" ;;
+      tail -6 "$OUT/mut-${name//,/+}.txt" ;;
     pack:*)
       # The device tool brings back only a few files from its $OUT: run the
       # stages with OUT pointing elsewhere, then pack:$DEVICE_OUT/logs.tar.xz.
