@@ -741,13 +741,18 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(960, 540, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(0.1).path_taken(1920, 2160, 2, 2), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(1.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // 8-bit pairs, r = 3
-  EXPECT_EQ(cuda::GaussianBlur(3.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // r = 9: 4 blocks of taps
-  EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(1920, 2160, 2, 1), P::Wide);    // r = 15: 5 blocks
-  // The band's edge: 4 blocks of taps up to rx = 12 (24 samples) and ry = 24.
-  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 12, 24).path_taken(1920, 2160, 2, 1), P::Tensor);
+  EXPECT_EQ(cuda::GaussianBlur(3.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // r = 9: 3 blocks of taps
+  EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // r = 15: 3
+  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // r = 21: 4
+  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(1920, 2160, 2, 1), P::Wide);   // r = 30: 5
+  // The band's edge: 4 blocks of taps up to rx = 24 and ry = 24.
+  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 24, 24).path_taken(1920, 2160, 2, 1), P::Tensor);
   EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 12, 25).path_taken(1920, 2160, 2, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 13, 8).path_taken(1920, 2160, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 25, 8).path_taken(1920, 2160, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(960, 1080, 2, 1), P::Tensor);   // 2 M samples
+  EXPECT_EQ(cuda::GaussianBlur(3.0).path_taken(960, 540, 2, 1), P::Tensor);    // 1 M samples, 3 blocks
+  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(960, 540, 2, 1), P::Tensor);
+  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(960, 540, 2, 1), P::Wide);
   EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(640, 360, 4, 1), P::TwoPass);
   // A forced path that cannot run falls back: sliding -> register -> fused
   // -> two passes.
@@ -1006,13 +1011,14 @@ TEST(CudaBlur, TensorGaussEveryRadius) {
       }
     }
   }
-  // Interleaved pairs (NV12's UV plane): horizontal taps every other sample,
-  // the edges clamped to the edge pixel's sample of the same channel; radii
-  // up to 16 pixels (32 samples) across, 32 down.
+  // Interleaved pairs (NV12's UV plane): each channel filtered apart, the
+  // edges clamped to the edge pixel's sample of the same channel; radii up
+  // to 32 pixels either way.
   const Case pairs[] = {
       {{1, 1}, 2.0, 2.0, -1, -1},     {{3, 70}, 1.0, 3.0, -1, -1},    {{65, 65}, 0.5, 0.5, -1, -1},
       {{129, 40}, 2.0, 2.0, -1, -1},  {{261, 70}, 5.0, 5.0, 15, 15},  {{130, 129}, 16 / 3.0, 10.0, 16, 32},
-      {{200, 90}, 3.0, 1.0, 9, 0},    {{77, 33}, 1.5, 6.0, 5, 18},
+      {{200, 90}, 3.0, 1.0, 9, 0},    {{77, 33}, 1.5, 6.0, 5, 18},    {{300, 140}, 10.0, 10.0, 30, 30},
+      {{33, 17}, 32 / 3.0, 2.0, 32, 6},
   };
   for (const Case& c : pairs) {
     const unsigned seed = fresh_seed();
@@ -1046,36 +1052,36 @@ TEST(CudaBlur, TensorGaussEveryRadius) {
   EXPECT_EQ(small.path_taken(640, 360, 2, 1), cuda::BlurPath::Tensor);
   EXPECT_EQ(small.path_taken(640, 360, 3, 1), cuda::BlurPath::Fused);
   EXPECT_EQ(large.path_taken(640, 360, 1, 1), cuda::BlurPath::Fused);  // r = 33: nor the register path
-  cuda::GaussianBlur pair_limit(16 / 3.0, 16 / 3.0, 16, 16), pair_over(17 / 3.0, 17 / 3.0, 17, 17);
+  cuda::GaussianBlur pair_limit(32 / 3.0, 32 / 3.0, 32, 32), pair_over(11.0, 11.0, 33, 33);
   pair_limit.set_path(cuda::BlurPath::Tensor);
   pair_over.set_path(cuda::BlurPath::Tensor);
-  EXPECT_EQ(pair_limit.path_taken(640, 360, 2, 1), cuda::BlurPath::Tensor);  // 2 x 16 samples
+  EXPECT_EQ(pair_limit.path_taken(640, 360, 2, 1), cuda::BlurPath::Tensor);  // the channels apart: 32 pixels
   EXPECT_NE(pair_over.path_taken(640, 360, 2, 1), cuda::BlurPath::Tensor);
   cuda::BoxBlur box(3);
   box.set_path(cuda::BlurPath::Tensor);
   EXPECT_EQ(box.path_taken(640, 360, 1, 1), cuda::BlurPath::Register);
 }
 
-// The tensor kernel counts the 16-wide blocks of taps across (from the
-// radius in samples, C rx, rounded up to 4 plus C rx itself, plus 16) and
-// down (16 + 2 ry) apart, and has a launch for every pair of counts with the
-// one across 0 to 2 above the one down (any other pair runs both at the
-// larger). Radii at both ends of every such pair, one channel and pairs,
-// on planes of a few tiles with widths and heights off the tile's.
+// The tensor kernel counts the 16-wide blocks of taps across (from rx
+// rounded up to 4, plus rx, plus 16; pairs' channels are staged apart, so
+// in pixels too) and down (16 + 2 ry) apart, and has a launch for every pair
+// of counts with the one across 0 to 2 above the one down (any other pair
+// runs both at the larger). Radii at both ends of every such pair, one
+// channel and pairs, on planes of a few tiles with widths and heights off
+// the tile's.
 TEST(CudaBlur, TensorGaussEveryStepCount) {
   REQUIRE_GPU();
   struct Case { int channels, rx, ry; };
-  // {channels, rx, ry}: the largest and smallest radii of each pair of counts
-  // (across, down) = (1,1) (2,1) (2,2) (3,1) (3,2) (3,3) (4,2) (4,3) (4,4)
-  // (5,3) (5,4) (5,5).
-  const Case cases[] = {
-      {1, 0, 0},   {1, 8, 0},   {1, 1, 0},  {1, 8, 8},   {1, 1, 1},   {1, 16, 0},  {1, 9, 0},   {1, 16, 8},
-      {1, 9, 1},   {1, 16, 16}, {1, 9, 9},  {1, 24, 8},  {1, 17, 1},  {1, 24, 16}, {1, 17, 9},  {1, 24, 24},
-      {1, 17, 17}, {1, 32, 16}, {1, 25, 9}, {1, 32, 24}, {1, 25, 17}, {1, 32, 32}, {1, 25, 25},
-      {2, 0, 0},   {2, 4, 0},   {2, 1, 0},  {2, 4, 8},   {2, 1, 1},   {2, 8, 0},   {2, 5, 0},   {2, 8, 8},
-      {2, 5, 1},   {2, 8, 16},  {2, 5, 9},  {2, 12, 8},  {2, 9, 1},   {2, 12, 16}, {2, 9, 9},   {2, 12, 24},
-      {2, 9, 17},  {2, 16, 16}, {2, 13, 9}, {2, 16, 24}, {2, 13, 17}, {2, 16, 32}, {2, 13, 25},
+  // {rx, ry}: the largest and smallest radii of each pair of counts (across,
+  // down) = (1,1) (2,1) (2,2) (3,1) (3,2) (3,3) (4,2) (4,3) (4,4) (5,3)
+  // (5,4) (5,5); then a pair (2,5) the kernel runs as (5,5).
+  const int radii[][2] = {
+      {0, 0},   {8, 0},   {1, 0},  {8, 8},   {1, 1},   {16, 0},  {9, 0},   {16, 8},  {9, 1},   {16, 16}, {9, 9},  {24, 8},
+      {17, 1},  {24, 16}, {17, 9}, {24, 24}, {17, 17}, {32, 16}, {25, 9},  {32, 24}, {25, 17}, {32, 32}, {25, 25}, {3, 30},
   };
+  std::vector<Case> cases;
+  for (int channels : {1, 2})
+    for (const auto& r : radii) cases.push_back({channels, r[0], r[1]});
   for (const Case& c : cases) {
     const unsigned seed = fresh_seed();
     // Odd sizes, a few 128 x 64 tiles (in samples: pairs' rows hold twice as many).
@@ -1120,9 +1126,9 @@ TEST(CudaBlur, RacecheckSet) {
   gpu_box_case<uint8_t>({4100, 6}, 1, 40);
   gpu_gauss_case<uint16_t>({131, 40}, 2, 1.0);
   gpu_gauss_case<uint8_t>({600, 70}, 1, 15.0);  // wide (and every other path)
-  // 8-bit pairs (the tensor kernel's two-channel tiles, blocks of taps
-  // across x down 2 x 2, 3 x 2 and 4 x 3) and a 16-bit plane with P010's
-  // shift (the register and wide kernels' masked conversions).
+  // 8-bit pairs (the tensor kernel's two-channel tiles, 2 and 3 blocks of
+  // taps each way) and a 16-bit plane with P010's shift (the register and
+  // wide kernels' masked conversions).
   gpu_gauss_case<uint8_t>({131, 70}, 2, 1.0);
   gpu_gauss_case<uint8_t>({131, 70}, 2, 2.0);
   gpu_gauss_case<uint8_t>({131, 70}, 2, 3.0);

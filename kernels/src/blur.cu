@@ -375,8 +375,9 @@ enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, Tw
 // Auto's choice, from the kernel benchmark on an H200 (README; 8- and 16-bit
 // planes, 1080p and 4K):
 // - Gaussians on one-channel 8-bit planes: the tensor-core kernel from
-//   kTensorFromRadius(Large) to radius 32, and on 8-bit pairs of 2 M samples
-//   or more while the band meets at most 4 blocks of taps (to sigma 3);
+//   kTensorFromRadius(Large) to radius 32, and on 8-bit pairs while the band
+//   meets at most 4 blocks of taps (to sigma 7), on planes under 2 M samples
+//   from 3 blocks (sigma 3);
 // - other Gaussians on one-channel planes: the register-blocked kernels up to
 //   radius 32 (faster than the fused and sliding ones at every sigma and size
 //   measured), the wide two passes above and, on planes of 4 M samples or
@@ -389,9 +390,10 @@ enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, Tw
 //   against the fused kernel's 9.0, 10.0, 11.4; 9.9, 10.5, 11.0 against 9.9,
 //   10.9, 12.3 at 16; it took r <= 3 until then); running sums from
 //   kRunningFromRadius (two passes where those cannot run).
-// Interleaved channels: the wide passes for Gaussians on pairs; boxes on
-// pairs take the running sums (from kRunningFromRadiusPairs); other
-// cases the generic fused kernel up to ry = 3, else two passes.
+// Interleaved channels: Gaussians on 8-bit pairs the tensor-core kernel as
+// above, on other pairs the wide passes; boxes on pairs take the running
+// sums (from kRunningFromRadiusPairs); other cases the generic fused kernel
+// up to ry = 3, else two passes.
 constexpr long long kLargePlaneSamples = 4'000'000;
 // Boxes from this radius (rx or ry) take the running sums, whose cost does
 // not grow with the radius (H200, 2026-12-02, all three running kernels
@@ -438,10 +440,11 @@ constexpr int kWideFromRadiusLarge = 25;
 //   sigma 2 10.7 against 11.4).
 constexpr int kTensorFromRadiusLarge = 5;
 constexpr int kTensorFromRadius = 13;
-// 8-bit pairs take it on planes of this many samples or more, up to this many
-// blocks of taps per band (see choose_kernel).
+// 8-bit pairs take it up to this many blocks of taps per band, on planes
+// under this many samples from kTensorPairsSmallFromBlocks (see choose_kernel).
 constexpr long long kTensorPairsMinSamples = 2'000'000;
 constexpr int kTensorPairsMaxBlocks = 4;
+constexpr int kTensorPairsSmallFromBlocks = 3;
 
 template <class In>
 Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sample_bytes, int rx, int ry,
@@ -458,18 +461,25 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   if (path == BlurPath::Tensor && tensor_fits) return Kernel::Tensor;
   if (path == BlurPath::Tensor) path = BlurPath::Register;
   if (path == BlurPath::Wide && wide_fits) return Kernel::Wide;
-  // Interleaved 8-bit pairs on planes of 2 M samples or more: the
-  // tensor-core kernel while its band meets at most 4 blocks of taps (GPU run
-  // 60b, the channel count a template parameter since run 58):
-  // - 1920x2160x2: sigma 0.5-1 (2 blocks) 26.5-27.8 us against the wide
-  //   passes' 39.7-39.8; sigma 1.5-2 (3) 34.1-34.6 against 39.9; sigma 3 (4)
-  //   44.7 against 56.0; sigma 5 (5 blocks) 77.6 against 55.9;
-  // - 960x1080x2: sigma 0.5-2 12.7-14.3 against 15.7-15.9; sigma 3 17.8
-  //   against 21.7; sigma 5 25.5 against 21.7.
-  // Smaller pair planes (not measured) keep the wide passes.
-  if (path == BlurPath::Auto && channels == 2 && samples_total >= kTensorPairsMinSamples && tensor_fits &&
-      tensor::tap_blocks(rx, ry, channels) <= kTensorPairsMaxBlocks)
-    return Kernel::Tensor;
+  // Interleaved 8-bit pairs: the tensor-core kernel (each channel staged
+  // apart since 2026-12-03's fourth session, so its blocks of taps are
+  // counted in pixels) while its band meets at most 4 blocks of taps, on
+  // planes under 2 M samples from 3 blocks. GPU run 5 of that session
+  // (tensor against the wide passes of run 4, us):
+  // - 1920x2160x2: sigma 0.5-2 (2 blocks) 28.3-28.4 against 39.9-40.4;
+  //   sigma 3-5 (3) 35.8-36.0 against 55.8-56.4; sigma 7 (4) 52.3 against
+  //   73.2; sigma 10 (5 blocks) 102.4 against 90.8 (run 4);
+  // - 1920x1080x2 (a 4K frame's UV): sigma 0.5-2 17.8-18.6 against 23.4-23.6;
+  //   sigma 3-5 21.8-23.7 against 32.0-32.4; sigma 7 30.3-31.9 against 41.1;
+  // - 960x540x2 (a 1080p frame's): sigma 0.5-2 11.2-11.3 against 11.0-11.2;
+  //   sigma 3-5 13.9-14.0 against 14.7-14.8; sigma 7 18.5-18.7 against
+  //   18.4-18.7.
+  if (path == BlurPath::Auto && channels == 2 && tensor_fits) {
+    const int blocks = tensor::tap_blocks(rx, ry);
+    if (blocks <= kTensorPairsMaxBlocks &&
+        (samples_total >= kTensorPairsMinSamples || blocks >= kTensorPairsSmallFromBlocks))
+      return Kernel::Tensor;
+  }
   // Other pairs: the wide passes at every sigma measured (960x1080x2 8-bit:
   // 16.0 us at sigma 0.5 and 15.8 at sigma 1, against the generic fused
   // kernel's 20.9 and 22.4; 1920x2160x2: 39.9 against 68.0 and 73.5).

@@ -8,9 +8,12 @@
 //
 // 1. The block stages the tile's source, rows [y0 - ry, ...) and columns
 //    [x0 - A, ...) with A = rx rounded up to 4 (edges clamped), as fp16
-//    values b - 128 (exact). Planes of two interleaved channels (NV12's UV)
-//    are rows of samples whose horizontal taps are every other sample: the
-//    band is twice as wide, rx in samples twice the pixels'.
+//    values b - 128 (exact). Planes of two interleaved channels (NV12's UV:
+//    a tile of 64 pixels, 128 samples) are staged apart, each channel's
+//    samples in its own half of the staged rows (columns [x0 - A, ...) of
+//    that channel's pixels), so that a band of taps meets every sample it
+//    spans: warps 0-3 filter U, 4-7 V, as one-channel columns, and the
+//    output tile interleaves them again.
 // 2. Horizontal: H (rows x 16 columns of the warp) = S (rows x 16 SX
 //    columns) x T_h, in m16n8k16 MMAs (fp16 in, fp32 accumulate). Only SX =
 //    ceil((16 + A + rx) / 16) column blocks of the staged tile meet a warp's
@@ -47,6 +50,7 @@
 #include <atomic>
 #include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 
 #include "blur_tensor.hpp"
 #include "device_rows.cuh"
@@ -65,9 +69,9 @@ constexpr int kTileH = 64;
 constexpr int kThreads = 256;  // 8 warps, one per 16 output columns
 
 struct Taps {
-  float x[2 * kMaxRadius + 1];  // 2 rx / channels + 1 horizontal weights, one per pixel
+  float x[2 * kMaxRadius + 1];  // 2 rx + 1 horizontal weights, one per pixel
   float y[2 * kMaxRadius + 1];  // 2 ry + 1 vertical weights
-  int rx, ry;    // rx in samples: the pixel radius times the channels
+  int rx, ry;    // in pixels
   int x_offset;  // A - rx: where the staged columns start before the first tap
   float bias;    // 128 x sum(x) x sum(y): the staged values' offset, after both passes
 };
@@ -92,9 +96,10 @@ static_assert(steps(kMaxRadius, kMaxRadius) == 5, "launch() instantiates 1 to 5 
 constexpr int kTapPad = 32;
 template <int S> constexpr int kTapLen = 16 * S + 2 * kTapPad;
 
-template <int SX, int SY> struct Layout {
+template <int SX, int SY, int C> struct Layout {
   static constexpr int kRows = kTileH - 16 + 16 * SY;  // staged rows = rows of H
-  static constexpr int kCols = kTileW + 16 * (SX - 1);  // staged columns
+  static constexpr int kHalfCols = kTileW / C + 16 * (SX - 1);  // staged columns of one channel
+  static constexpr int kCols = C * kHalfCols;                     // staged columns
   // Pitches in halves, an odd number of 16-byte units: ldmatrix's 8 rows
   // fall in 8 different bank groups.
   static constexpr int kSPitch = kCols + 8;
@@ -142,13 +147,11 @@ struct TapHalves {
     return uint32_t{__half_as_ushort(p[0])} | uint32_t{__half_as_ushort(p[1])} << 16;
   }
 };
-// w: n taps one pixel apart; stride: samples per pixel (the taps between
-// are zero: a channel's samples mix only with their own channel's).
-__device__ __forceinline__ void split_taps(const float* w, int n, int stride, __half* hi, __half* lo, int len,
-                                           int tid) {
+// w: n taps.
+__device__ __forceinline__ void split_taps(const float* w, int n, __half* hi, __half* lo, int len, int tid) {
   for (int j = tid; j < len; j += kThreads) {
     const int i = j - kTapPad;
-    const float v = i >= 0 && i % stride == 0 && i / stride < n ? w[i / stride] : 0.0f;
+    const float v = i >= 0 && i < n ? w[i] : 0.0f;
     const __half h = __float2half_rn(v);
     hi[j] = h;
     lo[j] = __float2half_rn(v - __half2float(h));
@@ -170,48 +173,63 @@ __device__ __forceinline__ uint32_t edge_word(const uint8_t* row, int x, int wid
   return w;
 }
 
-// A thread's share of a tile's staged source, 4 samples per word.
+// A thread's share of a tile's staged source: groups of C words (4 C
+// samples: pairs' groups hold 4 pixels of each channel).
 template <class L, int C>
 struct Tile {
-  static constexpr int kGroupsPerRow = L::kCols / 4;
+  static constexpr int kGroupsPerRow = L::kCols / (4 * C);
   static constexpr int kGroups = L::kRows * kGroupsPerRow;
   static constexpr int kPer = (kGroups + kThreads - 1) / kThreads;
-  uint32_t words[kPer];
+  uint32_t words[kPer][C];
 
-  // Rows [y0 - ry, ...), columns (samples) [x0 - A, ...), edges clamped (to
-  // the edge pixel's sample of the same channel); all of the thread's loads
-  // in flight together.
+  // Rows [y0 - ry, ...), samples [x0 - C A, ...) (rx in pixels), edges
+  // clamped (to the edge pixel's sample of the same channel); all of the
+  // thread's loads in flight together.
   __device__ __forceinline__ void load(const uint8_t* __restrict__ src, std::ptrdiff_t sp, int width, int height,
                                        int x0, int y0, int rx, int ry, bool vector_in, int tid) {
-    const int xs = x0 - align4(rx);
+    const int xs = x0 - C * align4(rx);
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
       const int g = tid + k * kThreads;
-      words[k] = 0;
+#pragma unroll
+      for (int c = 0; c < C; ++c) words[k][c] = 0;
       if (g < kGroups) {
-        const int i = g / kGroupsPerRow, x = xs + 4 * (g - i * kGroupsPerRow);
+        const int i = g / kGroupsPerRow, x = xs + 4 * C * (g - i * kGroupsPerRow);
         const uint8_t* row = row_ptr(src, sp, min(max(y0 - ry + i, 0), height - 1));
-        if (vector_in && x >= 0 && x + 3 < width) {
-          words[k] = __ldg(reinterpret_cast<const unsigned int*>(row + x));
-        } else {
-          words[k] = edge_word<C>(row, x, width);
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const int xc = x + 4 * c;
+          if (vector_in && xc >= 0 && xc + 3 < width) {
+            words[k][c] = __ldg(reinterpret_cast<const unsigned int*>(row + xc));
+          } else {
+            words[k][c] = edge_word<C>(row, xc, width);
+          }
         }
       }
     }
   }
   // Into shared memory as fp16 b - 128: 0x64bb is the fp16 1024 + b exactly;
-  // minus 1152 leaves b - 128.
+  // minus 1152 leaves b - 128. Pairs: U0 V0 U1 V1 U2 V2 U3 V3 as U0-U3 into
+  // the first half of the row and V0-V3 into the second, 8 bytes each.
   __device__ __forceinline__ void stage(__half* staged, int tid) const {
     const __half2 offset = __float2half2_rn(1152.0f);
+    auto to_half2 = [&](uint32_t w, unsigned selector) {
+      const uint32_t b = __byte_perm(w, 0x6464u, selector);
+      return bits(__hsub2(*reinterpret_cast<const __half2*>(&b), offset));
+    };
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
       const int g = tid + k * kThreads;
       if (g < kGroups) {
         const int i = g / kGroupsPerRow, q = g - i * kGroupsPerRow;
-        uint32_t lo = __byte_perm(words[k], 0x6464u, 0x4140), hi = __byte_perm(words[k], 0x6464u, 0x4342);
-        const __half2 a = __hsub2(*reinterpret_cast<const __half2*>(&lo), offset);
-        const __half2 b = __hsub2(*reinterpret_cast<const __half2*>(&hi), offset);
-        *reinterpret_cast<uint2*>(staged + i * L::kSPitch + 4 * q) = make_uint2(bits(a), bits(b));
+        __half* row = staged + i * L::kSPitch + 4 * q;
+        if constexpr (C == 1) {
+          *reinterpret_cast<uint2*>(row) = make_uint2(to_half2(words[k][0], 0x4140), to_half2(words[k][0], 0x4342));
+        } else {
+          *reinterpret_cast<uint2*>(row) = make_uint2(to_half2(words[k][0], 0x4240), to_half2(words[k][1], 0x4240));
+          *reinterpret_cast<uint2*>(row + L::kHalfCols) =
+              make_uint2(to_half2(words[k][0], 0x4341), to_half2(words[k][1], 0x4341));
+        }
       }
     }
   }
@@ -222,24 +240,34 @@ struct Tile {
 // Blocks per SM the registers must allow: as many as the tile's shared
 // memory lets an H200's SM hold (228 KB, 1 KB reserved per block), at most 3
 // (the compiler took 138 registers at S = 4 with 1 block, 60 against 36 us
-// at 4K, where shared memory fits 2).
-// (STREAMBLUR_TENSOR_SPLIT_BLOCKS caps it where the counts differ, for
-// tests/gpu/ab.sh.)
+// at 4K, where shared memory fits 2), and at most 2 where the counts differ
+// (STREAMBLUR_TENSOR_SPLIT_BLOCKS: at 3, 80 registers, the 3 x 2 kernel
+// spilled and took 31.7 us on a 1920x2160x2 plane at sigma 2, at 2 29.9
+// us; GPU run 2, 2026-12-03, fourth session).
 #ifndef STREAMBLUR_TENSOR_SPLIT_BLOCKS
-#define STREAMBLUR_TENSOR_SPLIT_BLOCKS 3
+#define STREAMBLUR_TENSOR_SPLIT_BLOCKS 2
 #endif
-template <int SX, int SY>
-constexpr int kMinBlocks = static_cast<int>(std::min<std::size_t>(SX == SY ? 3 : STREAMBLUR_TENSOR_SPLIT_BLOCKS,
-                                                                  228 * 1024 / (Layout<SX, SY>::kShared + 1024)));
-static_assert(kMinBlocks<2, 2> == 3 && kMinBlocks<3, 3> == 2 && kMinBlocks<4, 4> == 2 && kMinBlocks<5, 5> == 1);
+// On pairs at most 2 (STREAMBLUR_TENSOR_PAIR_BLOCKS): at 3, 80 registers,
+// the 2 x 2 kernel spilled and, with 510 tiles on a 1920x1080x2 plane over
+// 396 blocks (two rounds, the second a third full), took 20.8-21.0 us at
+// sigma 2 against 17.8-17.9 at 2 (GPU run 5, 2026-12-03, fourth session).
+#ifndef STREAMBLUR_TENSOR_PAIR_BLOCKS
+#define STREAMBLUR_TENSOR_PAIR_BLOCKS 2
+#endif
+template <int SX, int SY, int C>
+constexpr int kMinBlocks = static_cast<int>(
+    std::min<std::size_t>({SX == SY ? 3 : STREAMBLUR_TENSOR_SPLIT_BLOCKS, C == 1 ? 3 : STREAMBLUR_TENSOR_PAIR_BLOCKS,
+                           228 * 1024 / (Layout<SX, SY, C>::kShared + 1024)}));
+static_assert(kMinBlocks<2, 2, 1> == 3 && kMinBlocks<3, 3, 1> == 2 && kMinBlocks<4, 4, 1> == 2 &&
+              kMinBlocks<5, 5, 1> == 1);
 
 // C: 1, or 2 interleaved channels (the horizontal taps every other sample).
 template <int SX, int SY, int C>
-__global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY>) gauss_tensor(const uint8_t* __restrict__ src, std::ptrdiff_t sp,
+__global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(const uint8_t* __restrict__ src, std::ptrdiff_t sp,
                                                          uint8_t* __restrict__ dst, std::ptrdiff_t dp, int width,
                                                          int height, const Taps taps, int tiles_x, int tiles,
                                                          bool vector_in, bool vector_out) {
-  using L = Layout<SX, SY>;
+  using L = Layout<SX, SY, C>;
   extern __shared__ __align__(16) unsigned char smem[];
   __half* staged = reinterpret_cast<__half*>(smem);
   __half* h_hi = reinterpret_cast<__half*>(smem + L::kSBytes);
@@ -250,7 +278,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY>) gauss_tensor(con
   uint8_t* out = smem;  // after the horizontal pass
   const int tid = threadIdx.x;
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const int cb = warp;                                         // the warp's 16 columns
+  const int cb = warp;  // the warp's 16 columns of H and of the output: pairs' U in 0-63, V in 64-127
+  // Its staged columns: of its channel's half.
+  constexpr int kWarpsPerChannel = 8 / C;
+  const int staged_col = C == 1 ? 16 * warp : warp / kWarpsPerChannel * L::kHalfCols + 16 * (warp % kWarpsPerChannel);
   const int lane_row = lane & 15, lane_col = 8 * (lane >> 4);  // ldmatrix addresses
 
   int tile = blockIdx.x;
@@ -258,8 +289,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY>) gauss_tensor(con
   if (tile < tiles)
     next.load(src, sp, width, height, tile % tiles_x * kTileW, tile / tiles_x * kTileH, taps.rx, taps.ry,
               vector_in, tid);
-  split_taps(taps.x, 2 * taps.rx / C + 1, C, tx.hi, tx.lo, kTapLen<SX>, tid);
-  split_taps(taps.y, 2 * taps.ry + 1, 1, ty.hi, ty.lo, kTapLen<SY>, tid);
+  split_taps(taps.x, 2 * taps.rx + 1, tx.hi, tx.lo, kTapLen<SX>, tid);
+  split_taps(taps.y, 2 * taps.ry + 1, ty.hi, ty.lo, kTapLen<SY>, tid);
   __syncthreads();
 
   // Horizontal B fragments of the taps: element (k, n) of step s, half h is
@@ -306,7 +337,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY>) gauss_tensor(con
 #pragma unroll
       for (int s = 0; s < SX; ++s) {
         uint32_t a[4];
-        load_block(a, staged + (16 * rb + lane_row) * L::kSPitch + 16 * (cb + s) + lane_col);
+        load_block(a, staged + (16 * rb + lane_row) * L::kSPitch + staged_col + 16 * s + lane_col);
 #pragma unroll
         for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -360,14 +391,22 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY>) gauss_tensor(con
     }
     __syncthreads();
 
-    // Store the tile, 16 bytes per thread and step.
+    // Store the tile, 16 bytes per thread and step (pairs: interleaved again).
     constexpr int kChunksPerRow = kTileW / 16;
 #pragma unroll
     for (int k = tid; k < kTileH * kChunksPerRow; k += kThreads) {
       const int row = k / kChunksPerRow, c = 16 * (k % kChunksPerRow);
       const int y = y0 + row, x = x0 + c;
       if (y >= height || x >= width) continue;
-      const uint4 v = *reinterpret_cast<const uint4*>(out + row * L::kOutPitch + c);
+      uint4 v;
+      if constexpr (C == 1) {
+        v = *reinterpret_cast<const uint4*>(out + row * L::kOutPitch + c);
+      } else {  // the output tile holds U's 64 pixels, then V's: 8 of each, interleaved
+        const uint2 u = *reinterpret_cast<const uint2*>(out + row * L::kOutPitch + c / 2);
+        const uint2 w = *reinterpret_cast<const uint2*>(out + row * L::kOutPitch + kTileW / 2 + c / 2);
+        v = make_uint4(__byte_perm(u.x, w.x, 0x5140), __byte_perm(u.x, w.x, 0x7362), __byte_perm(u.y, w.y, 0x5140),
+                       __byte_perm(u.y, w.y, 0x7362));
+      }
       uint8_t* d = row_ptr(dst, dp, y) + x;
       if (vector_out && x + 16 <= width) {
         *reinterpret_cast<uint4*>(d) = v;
@@ -395,11 +434,11 @@ constexpr Steps launch_steps_for(int rx, int ry) {
   return {sx, sy};
 }
 
-// f.template operator()<SX, SY>() for the counts' instantiation.
+// f(SX, SY) for the counts' instantiation, as std::integral_constant values.
 template <class F>
 auto with_steps(Steps st, F&& f) {
 #define STREAMBLUR_TENSOR_CASE(X, Y) \
-  if (st.x == X && st.y == Y) return f.template operator()<X, Y>();
+  if (st.x == X && st.y == Y) return f(std::integral_constant<int, X>{}, std::integral_constant<int, Y>{});
   STREAMBLUR_TENSOR_CASE(1, 1)
   STREAMBLUR_TENSOR_CASE(2, 2)
   STREAMBLUR_TENSOR_CASE(3, 3)
@@ -416,8 +455,10 @@ auto with_steps(Steps st, F&& f) {
   throw std::invalid_argument("tensor-core Gaussian: radius above 32");
 }
 
-std::size_t shared_for(Steps st) {
-  return with_steps(st, []<int SX, int SY>() { return Layout<SX, SY>::kShared; });
+std::size_t shared_for(Steps st, int channels) {
+  return with_steps(st, [channels](auto sx, auto sy) {
+    return channels == 1 ? Layout<sx, sy, 1>::kShared : Layout<sx, sy, 2>::kShared;
+  });
 }
 
 bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t to) {
@@ -427,7 +468,7 @@ bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t to) {
 template <int SX, int SY, int C>
 void launch(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
             const Taps& taps, cudaStream_t stream) {
-  using L = Layout<SX, SY>;
+  using L = Layout<SX, SY, C>;
   auto kernel = gauss_tensor<SX, SY, C>;
   static std::atomic<unsigned long long> opted{0};
   opt_in_shared(kernel, opted);
@@ -453,21 +494,20 @@ void launch(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t 
 template <int C>
 void launch_steps(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
                   const Taps& taps, cudaStream_t stream) {
-  with_steps(launch_steps_for(taps.rx, taps.ry), [&]<int SX, int SY>() {
-    launch<SX, SY, C>(src, sp, dst, dp, width, height, taps, stream);
+  with_steps(launch_steps_for(taps.rx, taps.ry), [&](auto sx, auto sy) {
+    launch<sx, sy, C>(src, sp, dst, dp, width, height, taps, stream);
   });
 }
 
 }  // namespace
 
 bool fits(int rx, int ry, std::size_t sample_bytes, int channels) {
-  if (sample_bytes != 1 || (channels != 1 && channels != 2) || rx < 0 || ry < 0 || channels * rx > kMaxRadius ||
-      ry > kMaxRadius)
+  if (sample_bytes != 1 || (channels != 1 && channels != 2) || rx < 0 || ry < 0 || rx > kMaxRadius || ry > kMaxRadius)
     return false;
-  return shared_for(launch_steps_for(channels * rx, ry)) <= shared_limit();
+  return shared_for(launch_steps_for(rx, ry), channels) <= shared_limit();
 }
 
-int tap_blocks(int rx, int ry, int channels) { return steps(channels * rx, ry); }
+int tap_blocks(int rx, int ry) { return steps(rx, ry); }
 
 void gauss(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
            int channels, const float* wx, int rx, const float* wy, int ry, cudaStream_t stream) {
@@ -478,9 +518,9 @@ void gauss(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t d
   double sx = 0, sy = 0;
   for (int i = 0; i <= 2 * rx; ++i) sx += taps.x[i] = wx[i];
   for (int i = 0; i <= 2 * ry; ++i) sy += taps.y[i] = wy[i];
-  taps.rx = channels * rx;
+  taps.rx = rx;
   taps.ry = ry;
-  taps.x_offset = align4(taps.rx) - taps.rx;
+  taps.x_offset = align4(rx) - rx;
   taps.bias = static_cast<float>(128.0 * sx * sy);
   if (channels == 1) return launch_steps<1>(src, sp, dst, dp, width, height, taps, stream);
   return launch_steps<2>(src, sp, dst, dp, width, height, taps, stream);

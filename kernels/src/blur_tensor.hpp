@@ -14,13 +14,14 @@ inline constexpr int kMaxRadius = 32;
 
 // Whether a Gaussian of radii rx, ry (pixels) on a plane of `sample_bytes`
 // samples and `channels` interleaved channels runs here: 8-bit samples, one
-// or two channels, channels x rx and ry up to kMaxRadius, the tile in the
-// current device's shared memory.
+// or two channels, rx and ry up to kMaxRadius, the tile in the current
+// device's shared memory.
 bool fits(int rx, int ry, std::size_t sample_bytes, int channels);
 
 // How many 16 x 16 blocks of taps a warp's band of outputs meets in the
-// wider of its two passes (1 to 5): what the kernel's cost follows.
-int tap_blocks(int rx, int ry, int channels);
+// wider of its two passes (1 to 5; pairs' channels are filtered apart, so
+// the same as one channel's): what the kernel's cost follows.
+int tap_blocks(int rx, int ry);
 
 // Launch on `stream`; src != dst (tiles read their neighbours' rows). width:
 // samples per row (pixels x channels). wx, wy: host weights, 2rx+1 and 2ry+1
