@@ -464,11 +464,12 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   // Interleaved 8-bit pairs: the tensor-core kernel (each channel staged
   // apart since 2026-12-03's fourth session, so its blocks of taps are
   // counted in pixels) while its band meets at most 4 blocks of taps, on
-  // planes under 2 M samples from 3 blocks. GPU run 5 of that session
-  // (tensor against the wide passes of run 4, us):
-  // - 1920x2160x2: sigma 0.5-2 (2 blocks) 28.3-28.4 against 39.9-40.4;
-  //   sigma 3-5 (3) 35.8-36.0 against 55.8-56.4; sigma 7 (4) 52.3 against
-  //   73.2; sigma 10 (5 blocks) 102.4 against 90.8 (run 4);
+  // planes under 2 M samples from 3 blocks. GPU runs 5 and 6 of that
+  // session (tensor against the wide passes of runs 4 and 6, us):
+  // - 1920x2160x2: sigma 0.5-2 (2 blocks) 28.3-28.4 against 39.7-40.4;
+  //   sigma 3-5 (3) 35.8-36.0 against 55.5-56.4; sigma 7 (4) 52.3 against
+  //   72.5-73.3; sigma 10 (5 blocks) 87.5-88.6 against 90.6-90.8 (under 5%:
+  //   left to the wide passes);
   // - 1920x1080x2 (a 4K frame's UV): sigma 0.5-2 17.8-18.6 against 23.4-23.6;
   //   sigma 3-5 21.8-23.7 against 32.0-32.4; sigma 7 30.3-31.9 against 41.1;
   // - 960x540x2 (a 1080p frame's): sigma 0.5-2 11.2-11.3 against 11.0-11.2;
