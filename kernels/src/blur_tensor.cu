@@ -23,10 +23,10 @@
 //    and lo = fp16(H - hi) (22 significant bits together).
 // 4. Vertical: out (64 rows x 16) = T_v x H, over SY = ceil((16 + 2 ry) /
 //    16) blocks of H's rows, as hi and lo products. The two counts are
-//    template parameters apart: a pair plane's horizontal band is twice as
-//    wide in samples as its vertical one (NV12's UV at sigma 2: SX = 3, SY =
-//    2), and its tile then stages and filters only the 64 + 16 SY rows the
-//    vertical band needs. The result, plus the 128 the
+//    template parameters apart (they differ where rx != ry, or where A - rx
+//    takes the band across one more block), so that a tile stages and
+//    filters only the 64 + 16 SY rows its vertical band needs. The result,
+//    plus the 128 the
 //    staging took off times the taps' sums, is rounded half up into an
 //    output tile (over the staged source, no longer needed) and stored 16
 //    bytes at a time.
@@ -78,8 +78,8 @@ struct Taps {
 
 constexpr int align4(int r) { return (r + 3) & ~3; }
 
-// 16 x 16 blocks of the staged plane that a band of taps meets, across
-// (rx in samples) and down.
+// 16 x 16 blocks of the staged plane that a band of taps meets, across and
+// down (radii in pixels; pairs' channels are staged apart).
 constexpr int steps_x(int rx) { return (16 + align4(rx) + rx + 15) / 16; }
 constexpr int steps_y(int ry) { return (16 + 2 * ry + 15) / 16; }
 constexpr int steps(int rx, int ry) { return std::max(steps_x(rx), steps_y(ry)); }
@@ -243,7 +243,8 @@ struct Tile {
 // at 4K, where shared memory fits 2), and at most 2 where the counts differ
 // (STREAMBLUR_TENSOR_SPLIT_BLOCKS: at 3, 80 registers, the 3 x 2 kernel
 // spilled and took 31.7 us on a 1920x2160x2 plane at sigma 2, at 2 29.9
-// us; GPU run 2, 2026-12-03, fourth session).
+// us; GPU run 2, 2026-12-03, fourth session, with the pairs' channels still
+// interleaved).
 #ifndef STREAMBLUR_TENSOR_SPLIT_BLOCKS
 #define STREAMBLUR_TENSOR_SPLIT_BLOCKS 2
 #endif
@@ -261,7 +262,7 @@ constexpr int kMinBlocks = static_cast<int>(
 static_assert(kMinBlocks<2, 2, 1> == 3 && kMinBlocks<3, 3, 1> == 2 && kMinBlocks<4, 4, 1> == 2 &&
               kMinBlocks<5, 5, 1> == 1);
 
-// C: 1, or 2 interleaved channels (the horizontal taps every other sample).
+// C: 1, or 2 interleaved channels (staged apart, interleaved again at the store).
 template <int SX, int SY, int C>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(const uint8_t* __restrict__ src, std::ptrdiff_t sp,
                                                          uint8_t* __restrict__ dst, std::ptrdiff_t dp, int width,
@@ -419,12 +420,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(
   }
 }
 
-// The launches instantiated: every (SX, SY) with SY <= SX <= SY + 2 (one
-// channel: SX - SY is 0 or 1; pairs up to 2); any other pair of counts runs
-// as (max, max), the extra blocks of taps being zeros.
+// The launches instantiated: every (SX, SY) with SY <= SX <= SY + 2 (with
+// rx = ry, SX - SY is 0 or 1); any other pair of counts runs as (max, max),
+// the extra blocks of taps being zeros.
 constexpr bool instantiated(int sx, int sy) { return sy <= sx && sx <= sy + 2; }
 
-// The counts a launch takes for radii rx (samples) and ry.
+// The counts a launch takes for radii rx and ry (pixels).
 struct Steps {
   int x, y;
 };
