@@ -430,25 +430,19 @@ constexpr std::size_t band_shared_bytes() {
 
 using AnyPhase = std::integral_constant<int, -1>;  // a load's offset modulo 4, not known at compile time
 
-// P[i .. i + 3] of a prefix row (16-byte aligned): two aligned 16-byte loads
-// and a select by i % 4, which is the same across a warp.
-__device__ __forceinline__ void load4(const uint32_t* P, int i, uint32_t (&v)[4]) {
-  const int m = i & 3;
-  const uint4 a = *reinterpret_cast<const uint4*>(P + (i & ~3));
-  if (m == 0) {
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    return;
-  }
-  const uint4 b = *reinterpret_cast<const uint4*>(P + (i & ~3) + 4);
-  if (m == 1) { v[0] = a.y; v[1] = a.z; v[2] = a.w; v[3] = b.x; }
-  else if (m == 2) { v[0] = a.z; v[1] = a.w; v[2] = b.x; v[3] = b.y; }
-  else { v[0] = a.w; v[1] = b.x; v[2] = b.y; v[3] = b.z; }
-}
-// The same where i % 4 == M is known at compile time (M < 0: not known).
+// P[i .. i + 3] of a prefix row (16-byte aligned), i % 4 == M known at
+// compile time: one aligned 16-byte load, two where M != 0, and constant
+// selects. M < 0: i % 4 known only at run time (the same across a warp),
+// one branch to the load of that phase.
 template <int M>
 __device__ __forceinline__ void load4(const uint32_t* P, int i, uint32_t (&v)[4], std::integral_constant<int, M>) {
   if constexpr (M < 0) {
-    load4(P, i, v);
+    switch (i & 3) {
+      case 0: return load4(P, i, v, std::integral_constant<int, 0>{});
+      case 1: return load4(P, i, v, std::integral_constant<int, 1>{});
+      case 2: return load4(P, i, v, std::integral_constant<int, 2>{});
+      default: return load4(P, i, v, std::integral_constant<int, 3>{});
+    }
   } else {
     const uint4* p = reinterpret_cast<const uint4*>(P + (i - M));
     const uint4 a = p[0];
