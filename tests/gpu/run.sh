@@ -61,7 +61,7 @@ for st in "$@"; do
     memcheck)
       say memcheck
       STREAMBLUR_TEST_MAX_PIXELS=400000 compute-sanitizer --tool memcheck --error-exitcode 9 \
-        "$B/tests/streamblur_kernel_tests" --gtest_filter="${MCF:-CudaBlur.Running*:CudaBlur.RacecheckSet:CudaBlur/CudaBox.*}" > "$OUT/memcheck.txt" 2>&1
+        "$B/tests/streamblur_kernel_tests" --gtest_filter="${MCF:-CudaBlur.Running*:CudaBlur.RacecheckSet:CudaBlur/CudaBox.*:CudaBlur.Tensor*}" > "$OUT/memcheck.txt" 2>&1
       rc=$?; [ $rc = 0 ] || rc_all=1
       echo "memcheck rc=$rc"; grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)" "$OUT/memcheck.txt" | tail -5 ;;
     racecheck)
