@@ -30,8 +30,8 @@ namespace streamblur::cuda {
 // Wide: Gaussian only; two register-blocked passes through a float plane
 // whose cost is their FMAs, for any radius, on planes of one or two
 // interleaved channels; it falls back to two passes (a box, 3-4 channels).
-// Tensor: Gaussian only, on 8-bit planes of one channel up to radius 32 or
-// of interleaved pairs up to 16 across (32 samples) and 32 down; both
+// Tensor: Gaussian only, on 8-bit planes of one channel or of interleaved
+// pairs (each channel filtered apart), up to radius 32 either way; both
 // passes as fp16 matrix products on the tensor cores (fp16 taps summing to 1,
 // fp32 sums, the intermediate split into two fp16 parts); it falls
 // back to the register path (16-bit samples, a box) and on from there.
