@@ -195,6 +195,8 @@ MUTATIONS = [
     M("cuda-tensor-pair-staging", "planes", "kernels/src/blur_tensor.cu",
       "make_uint2(to_half2(words[k][0], 0x4341), to_half2(words[k][1], 0x4341));",
       "make_uint2(to_half2(words[k][1], 0x4341), to_half2(words[k][0], 0x4341));", gpu=True),
+    M("cuda-tensor-pair-late-round", "planes", "kernels/src/blur_tensor.cu",
+      "height, following % tiles_x * kTileW,\n", "height, tile % tiles_x * kTileW,\n", gpu=True),
     M("cuda-tensor-pair-interleave", "planes", "kernels/src/blur_tensor.cu",
       "v = make_uint4(__byte_perm(u.x, w.x, 0x5140),", "v = make_uint4(__byte_perm(u.x, w.x, 0x4051),", gpu=True),
     M("graph-branch-wrong-plane", "planes", "pipeline/src/filter.cpp",

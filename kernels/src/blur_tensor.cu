@@ -40,7 +40,9 @@
 // limit of 1%.
 //
 // The grid is persistent (as many blocks as fit at once), each block loading
-// its next tile's source into registers while it computes the current one.
+// its next tile's source into registers while it computes the current one
+// (pairs: all but a last partial round of it, loaded after the vertical
+// pass, so that 3 blocks fit an SM's registers).
 // Global memory sees one read of each tile and its halo and one write per
 // sample.
 #include <cuda_fp16.h>
@@ -89,6 +91,17 @@ static_assert(steps(kMaxRadius, kMaxRadius) == 5, "launch() instantiates 1 to 5 
 // tests/gpu/ab.sh's side-by-side runs).
 #ifndef STREAMBLUR_TENSOR_SPLIT_STEPS
 #define STREAMBLUR_TENSOR_SPLIT_STEPS 1
+#endif
+
+// Pairs' last partial round of groups loaded late (0: with the others, for
+// side-by-side runs).
+#ifndef STREAMBLUR_TENSOR_PAIR_LATE
+#define STREAMBLUR_TENSOR_PAIR_LATE 1
+#endif
+// The vertical pass's three products summed in one accumulator (1: pairs;
+// 2: every kernel; 0: three apart, shorter MMA chains).
+#ifndef STREAMBLUR_TENSOR_ONE_SUM
+#define STREAMBLUR_TENSOR_ONE_SUM 1
 #endif
 
 // The taps in shared memory as fp16 high parts and remainders, zero-padded
@@ -180,16 +193,22 @@ struct Tile {
   static constexpr int kGroupsPerRow = L::kCols / (4 * C);
   static constexpr int kGroups = L::kRows * kGroupsPerRow;
   static constexpr int kPer = (kGroups + kThreads - 1) / kThreads;
+  // The rounds of groups loaded while the current tile is computed; the
+  // rest (a partial round) loaded after its vertical pass, so that their
+  // registers are free through both passes (pairs, with
+  // STREAMBLUR_TENSOR_PAIR_LATE).
+  static constexpr int kEarly = C == 2 && STREAMBLUR_TENSOR_PAIR_LATE ? kGroups / kThreads : kPer;
   uint32_t words[kPer][C];
 
   // Rows [y0 - ry, ...), samples [x0 - C A, ...) (rx in pixels), edges
-  // clamped (to the edge pixel's sample of the same channel); all of the
-  // thread's loads in flight together.
+  // clamped (to the edge pixel's sample of the same channel); the thread's
+  // rounds [K0, K1) of groups, their loads in flight together.
+  template <int K0 = 0, int K1 = kEarly>
   __device__ __forceinline__ void load(const uint8_t* __restrict__ src, std::ptrdiff_t sp, int width, int height,
                                        int x0, int y0, int rx, int ry, bool vector_in, int tid) {
     const int xs = x0 - C * align4(rx);
 #pragma unroll
-    for (int k = 0; k < kPer; ++k) {
+    for (int k = K0; k < K1; ++k) {
       const int g = tid + k * kThreads;
 #pragma unroll
       for (int c = 0; c < C; ++c) words[k][c] = 0;
@@ -248,19 +267,27 @@ struct Tile {
 #ifndef STREAMBLUR_TENSOR_SPLIT_BLOCKS
 #define STREAMBLUR_TENSOR_SPLIT_BLOCKS 2
 #endif
-// On pairs at most 2 (STREAMBLUR_TENSOR_PAIR_BLOCKS): at 3, 80 registers,
-// the 2 x 2 kernel spilled and, with 510 tiles on a 1920x1080x2 plane over
-// 396 blocks (two rounds, the second a third full), took 20.8-21.0 us at
-// sigma 2 against 17.8-17.9 at 2 (GPU run 5, 2026-12-03, fourth session).
+// On pairs at most STREAMBLUR_TENSOR_PAIR_BLOCKS (3). At 3, 80 registers,
+// the 2 x 2 pair kernel spilled 72 bytes while it held its next tile's whole
+// source and summed the vertical products apart; it holds no more than
+// whole rounds of groups now, its last partial round loaded after the
+// vertical pass (STREAMBLUR_TENSOR_PAIR_LATE), and sums the vertical
+// products in one accumulator (STREAMBLUR_TENSOR_ONE_SUM), and spills
+// nothing. GPU runs 1-2, 2026-12-03, fifth session, sigma 2, against 2
+// blocks: a 4K nv12 frame through the chain's graph 40.3-40.6 us against
+// 42.2-42.5 (its Y and UV kernels run side by side, the UV blocks filling
+// the SMs the Y kernel's last round leaves), a 1920x2160x2 plane 26.3-27.9
+// against 28.5-28.6; but a lone 1920x1080x2 plane (510 tiles over 396
+// blocks, the second round under a third full) 19.1-19.4 against 17.9-18.1.
 #ifndef STREAMBLUR_TENSOR_PAIR_BLOCKS
-#define STREAMBLUR_TENSOR_PAIR_BLOCKS 2
+#define STREAMBLUR_TENSOR_PAIR_BLOCKS 3
 #endif
 template <int SX, int SY, int C>
 constexpr int kMinBlocks = static_cast<int>(
     std::min<std::size_t>({SX == SY ? 3 : STREAMBLUR_TENSOR_SPLIT_BLOCKS, C == 1 ? 3 : STREAMBLUR_TENSOR_PAIR_BLOCKS,
                            228 * 1024 / (Layout<SX, SY, C>::kShared + 1024)}));
 static_assert(kMinBlocks<2, 2, 1> == 3 && kMinBlocks<3, 3, 1> == 2 && kMinBlocks<4, 4, 1> == 2 &&
-              kMinBlocks<5, 5, 1> == 1);
+              kMinBlocks<5, 5, 1> == 1 && kMinBlocks<2, 2, 2> == STREAMBLUR_TENSOR_PAIR_BLOCKS);
 
 // C: 1, or 2 interleaved channels (staged apart, interleaved again at the store).
 template <int SX, int SY, int C>
@@ -288,8 +315,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(
   int tile = blockIdx.x;
   Tile<L, C> next;
   if (tile < tiles)
-    next.load(src, sp, width, height, tile % tiles_x * kTileW, tile / tiles_x * kTileH, taps.rx, taps.ry,
-              vector_in, tid);
+    next.template load<0, Tile<L, C>::kPer>(src, sp, width, height, tile % tiles_x * kTileW, tile / tiles_x * kTileH,
+                                            taps.rx, taps.ry, vector_in, tid);
   split_taps(taps.x, 2 * taps.rx + 1, tx.hi, tx.lo, kTapLen<SX>, tid);
   split_taps(taps.y, 2 * taps.ry + 1, ty.hi, ty.lo, kTapLen<SY>, tid);
   __syncthreads();
@@ -359,10 +386,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(
     }
     __syncthreads();  // every warp is done with the staged source: the output tile takes its place
 
-    // Vertical: taps hi x H hi, taps lo x H hi and taps hi x H lo, summed apart.
+    // Vertical: taps hi x H hi, taps lo x H hi and taps hi x H lo, summed
+    // apart (or in one sum: fewer registers, a chain three times as long).
+    constexpr bool kOneSum = STREAMBLUR_TENSOR_ONE_SUM == 2 || (STREAMBLUR_TENSOR_ONE_SUM == 1 && C == 2);
+    constexpr int kSums = kOneSum ? 1 : 3;
 #pragma unroll
     for (int ob = 0; ob < kTileH / 16; ++ob) {
-      float acc[2][3][4] = {};
+      float acc[2][kSums][4] = {};
 #pragma unroll
       for (int s = 0; s < SY; ++s) {
         // b[0], b[1]: columns 0-7's fragment; b[2], b[3]: columns 8-15's.
@@ -373,8 +403,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           mma(acc[h][0], at[s][0], bh[2 * h], bh[2 * h + 1]);
-          mma(acc[h][1], at[s][1], bh[2 * h], bh[2 * h + 1]);
-          mma(acc[h][2], at[s][0], bl[2 * h], bl[2 * h + 1]);
+          mma(acc[h][1 % kSums], at[s][1], bh[2 * h], bh[2 * h + 1]);
+          mma(acc[h][2 % kSums], at[s][0], bl[2 * h], bl[2 * h + 1]);
         }
       }
 #pragma unroll
@@ -383,14 +413,22 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(
         for (int e = 0; e < 2; ++e) {
           float v[2];
 #pragma unroll
-          for (int q = 0; q < 2; ++q)
-            v[q] = acc[h][0][2 * e + q] + acc[h][1][2 * e + q] + acc[h][2][2 * e + q] + taps.bias;
+          for (int q = 0; q < 2; ++q) {
+            v[q] = acc[h][0][2 * e + q];
+#pragma unroll
+            for (int p = 1; p < kSums; ++p) v[q] += acc[h][p][2 * e + q];
+            v[q] += taps.bias;
+          }
           const uint32_t b = round_clamp<uint8_t>(v[0]) | uint32_t{round_clamp<uint8_t>(v[1])} << 8;
           *reinterpret_cast<uint16_t*>(out + (16 * ob + g + 8 * e) * L::kOutPitch + 16 * cb + 8 * h + 2 * t) =
               static_cast<uint16_t>(b);
         }
     }
     __syncthreads();
+    if (following < tiles)  // the last partial round, if any
+      next.template load<Tile<L, C>::kEarly, Tile<L, C>::kPer>(src, sp, width, height, following % tiles_x * kTileW,
+                                                             following / tiles_x * kTileH, taps.rx, taps.ry,
+                                                             vector_in, tid);
 
     // Store the tile, 16 bytes per thread and step (pairs: interleaved again).
     constexpr int kChunksPerRow = kTileW / 16;
