@@ -1030,17 +1030,24 @@ TEST(CudaBlur, TensorGaussEveryRadius) {
     cuda::GaussianBlur blur(c.sx, c.sy, c.rx, c.ry);
     check_forced_path<uint8_t>(blur, cuda::BlurPath::Tensor, true, src, want, 1);
   }
-  // A plane of 512 tiles, more than the GPU runs at once (396 blocks at
-  // sigma 2 on an H200, 264 at sigma 5): blocks that load their next tile
-  // while computing one.
+  // Planes of more tiles than the GPU runs at once (396 blocks at sigma 2
+  // on an H200, 264 at sigma 5): blocks that load their next tile while
+  // computing one. One channel: 512 tiles; pairs (tiles of 64 pixels): 544,
+  // 17 across, so that a block's next tile lies in another column of tiles.
+  // Pairs at 2 x 2 blocks of taps load the last partial round of their
+  // groups (the last staged rows) after the vertical pass; at r = 8 the band
+  // reaches those rows.
   const int tall = 2048;
-  for (double sigma : {2.0, 5.0}) {
+  struct Big { int channels; double sigma; int r; };
+  for (const Big& c : {Big{1, 2.0, -1}, Big{1, 5.0, -1}, Big{2, 8 / 3.0, 8}, Big{2, 5.0, -1}}) {
+    const int w = c.channels == 1 ? 2048 : 1030;
     const unsigned seed = fresh_seed();
-    SCOPED_TRACE(testing::Message() << "2048x" << tall << " sigma=" << sigma << " seed=" << seed);
-    const HostImage<uint8_t> src = random_image<uint8_t>(2048, tall, 1, seed, full_range<uint8_t>());
-    HostImage<uint8_t> want(2048, tall, 1);
-    reference::gaussian_blur<uint8_t>(src.cplane(), want.plane(), sigma);
-    cuda::GaussianBlur blur(sigma);
+    SCOPED_TRACE(testing::Message() << w << "x" << tall << "x" << c.channels << " sigma=" << c.sigma << " r=" << c.r
+                                    << " seed=" << seed);
+    const HostImage<uint8_t> src = random_image<uint8_t>(w, tall, c.channels, seed, full_range<uint8_t>());
+    HostImage<uint8_t> want(w, tall, c.channels);
+    reference::gaussian_blur<uint8_t>(src.cplane(), want.plane(), c.sigma, c.sigma, c.r, c.r);
+    cuda::GaussianBlur blur(c.sigma, c.sigma, c.r, c.r);
     check_forced_path<uint8_t>(blur, cuda::BlurPath::Tensor, true, src, want, 1);
   }
   // Where it cannot run it falls back to the register path.
