@@ -274,11 +274,11 @@ struct Tile {
 // vertical pass (STREAMBLUR_TENSOR_PAIR_LATE), and sums the vertical
 // products in one accumulator (STREAMBLUR_TENSOR_ONE_SUM), and spills
 // nothing. GPU runs 1-2, 2026-12-03, fifth session, sigma 2, against 2
-// blocks: a 4K nv12 frame through the chain's graph 40.3-40.6 us against
+// blocks: a 4K nv12 frame through the chain's graph 40.3-40.7 us against
 // 42.2-42.5 (its Y and UV kernels run side by side, the UV blocks filling
-// the SMs the Y kernel's last round leaves), a 1920x2160x2 plane 26.3-27.9
+// the SMs the Y kernel's last round leaves), a 1920x2160x2 plane 26.3-28.5
 // against 28.5-28.6; but a lone 1920x1080x2 plane (510 tiles over 396
-// blocks, the second round under a third full) 19.1-19.4 against 17.9-18.1.
+// blocks, the second round under a third full) 18.7-19.4 against 17.8-18.1.
 #ifndef STREAMBLUR_TENSOR_PAIR_BLOCKS
 #define STREAMBLUR_TENSOR_PAIR_BLOCKS 3
 #endif
