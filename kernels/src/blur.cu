@@ -475,6 +475,9 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   // - 960x540x2 (a 1080p frame's): sigma 0.5-2 11.2-11.3 against 11.0-11.2;
   //   sigma 3-5 13.9-14.0 against 14.7-14.8; sigma 7 18.5-18.7 against
   //   18.4-18.7.
+  // Re-checked after the pair kernels went to 3 blocks per SM (2026-12-03,
+  // fifth session, runs 1-2): 1920x1080x2 sigma 2 18.7-19.4 against the
+  // wide passes' 23.0-23.5; 960x540x2 sigma 1-2 11.4 against 10.9-11.2.
   if (path == BlurPath::Auto && channels == 2 && tensor_fits) {
     const int blocks = tensor::tap_blocks(rx, ry);
     if (blocks <= kTensorPairsMaxBlocks &&
