@@ -133,6 +133,8 @@ MUTATIONS = [
     M("cuda-box3-right-edge", "borders", "kernels/src/blur_tiled.cu",
       "if (lane == 31) outer[i] = row[min(x + kBox3Lane, width - 1)];",
       "if (lane == 31) outer[i] = row[min(x + kBox3Lane - 1, width - 1)];", gpu=True),
+    M("cuda-box3-one-stride", "borders", "kernels/src/blur_tiled.cu",
+      "y0 += static_cast<int>(gridDim.y) * kBox3Warps * kBox3Rows) {", "y0 += height) {", gpu=True),
     M("cuda-box3-rounding", "rounding", "kernels/src/blur_tiled.cu",
       "return __umulhi(s + 4u, 0x38E38E39u) >> 1;", "return __umulhi(s, 0x38E38E39u) >> 1;", gpu=True),
     M("cuda-register-halo-short", "borders", "kernels/src/blur_tiled.cu",

@@ -678,7 +678,9 @@ INSTANTIATE_TEST_SUITE_P(CudaBlur, CudaBox, testing::ValuesIn(gpu_box_cases()), 
 TEST(CudaBlur, AutoBoxKernelsFromTheMeasuredTable) {
   REQUIRE_GPU();
   using P = cuda::BlurPath;
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Sliding);  // the 3x3 box kernel, at every size
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 2), P::Sliding);
+  EXPECT_EQ(cuda::BoxBlur(1).path_taken(64, 64, 1, 1), P::Sliding);
   EXPECT_EQ(cuda::BoxBlur(3).path_taken(1920, 1080, 1, 2), P::Register);
   EXPECT_EQ(cuda::BoxBlur(1).path_taken(3840, 2160, 1, 2), P::Sliding);
   EXPECT_EQ(cuda::BoxBlur(3).path_taken(3840, 2160, 1, 1), P::Register);
@@ -702,6 +704,22 @@ TEST(CudaBlur, AutoBoxKernelsFromTheMeasuredTable) {
   EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 1080, 2, 1), P::Running);
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(9000, 100, 1, 1), P::TwoPass);  // wider than the running kernels take
   EXPECT_EQ(cuda::BoxBlur(60).path_taken(640, 360, 3, 1), P::TwoPass);
+}
+
+// The 3x3 box kernel's blocks step down by the grid (at most 65535 blocks of
+// 8 rows) on taller planes: the rows past the first stride are filtered too.
+TEST(CudaBlur, Box3PlaneTallerThanOneGrid) {
+  REQUIRE_GPU();
+  const Size s{7, 65535 * 8 + 37};
+  if (!size_enabled(s)) GTEST_SKIP() << "larger than STREAMBLUR_TEST_MAX_PIXELS";
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(testing::Message() << "seed=" << seed);
+  const auto src = random_image<uint8_t>(s.w, s.h, 1, seed, 255);
+  HostImage<uint8_t> want(s.w, s.h, 1);
+  reference::box_blur<uint8_t>(src.cplane(), want.plane(), 1);
+  cuda::BoxBlur blur(1);
+  EXPECT_EQ(blur.path_taken(s.w, s.h, 1, 1), cuda::BlurPath::Sliding);
+  gpu_case<uint8_t>(src, want, 0, [&](Plane<const uint8_t> a, Plane<uint8_t> b, cudaStream_t st) { blur.apply<uint8_t>(a, b, st); });
 }
 
 TEST(CudaBlur, RegisterPathEveryRadiusBucket) {

@@ -382,9 +382,11 @@ enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, Tw
 //   radius 32 (faster than the fused and sliding ones at every sigma and size
 //   measured), the wide two passes above and, on planes of 4 M samples or
 //   more, from kWideFromRadiusLarge;
-// - boxes of radius 1 on planes of 4 M samples or more: the sliding window
-//   (4K: 12.1 us against 20.2 register and 25.7 fused, GPU run 5 of
-//   2026-12-03, third session);
+// - boxes of radius 1: the 3x3 box kernel (the sliding path's radius 1) on
+//   every plane (4K: 12.1 us against 20.2 register and 25.7 fused, GPU run 5
+//   of 2026-12-03, third session; since its warps take 2 rows each,
+//   2026-12-04, 1080p 8-bit 6.4-6.6 against register 8.9-9.0, 16-bit 6.7
+//   against 9.8-10.1; on smaller planes only until then);
 // - other boxes up to radius 32: register-blocked, on smaller planes from
 //   radius 1 too (1080p, the same run: r = 1-3 8.9, 9.6, 9.8 us at 8 bits
 //   against the fused kernel's 9.0, 10.0, 11.4; 9.9, 10.5, 11.0 against 9.9,
@@ -497,7 +499,7 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   if (path == BlurPath::Running && running_fits) return Kernel::Running;
   if (path == BlurPath::Running) path = BlurPath::Register;
   if (path == BlurPath::Auto && one_channel) {
-    if (!weighted && rx == 1 && ry == 1 && large && sliding_fits) return Kernel::Sliding;
+    if (!weighted && rx == 1 && ry == 1 && sliding_fits) return Kernel::Sliding;
     else if (tensor_fits && std::max(rx, ry) >= (large ? kTensorFromRadiusLarge : kTensorFromRadius))
       return Kernel::Tensor;
     else if (weighted && wide_fits && std::max(rx, ry) >= wide_from) return Kernel::Wide;

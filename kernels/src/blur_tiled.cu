@@ -453,9 +453,28 @@ bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t bytes) {
 // Each warp writes kBox3Rows rows and issues the loads of all its
 // kBox3Rows + 2 rows before it adds any. Sums are exact; the quotient by 9 is
 // a multiply-high (exact for every sum a 3x3 box of 8- or 16-bit samples has).
+// Two rows per warp (H200, 2026-12-04, three rounds of tests/gpu/ab.sh; us
+// for 2 / 4 / 8 rows): 1080p 8-bit 6.4-6.6 / 7.2-7.3 / 9.8-10.0, 16-bit
+// 6.7 / 8.0-8.1 / 11.3-11.4; 4K 8-bit 12.1-12.3 / 12.1-12.2 / 11.8-12.0,
+// 16-bit 13.8-14.0 / 13.7-13.8 / 17.4-17.6. A 1080p plane is one wave of
+// short warps: more of them, each with fewer dependent rows, finish sooner
+// (16 rows: 15.7-15.8 us); 4 warps per block (2: slower at every size, 8:
+// the same). Those variants returned past the plane's end; this kernel's
+// strips step down by the grid (planes over 65535 x 8 rows), and measured
+// 1080p 8-bit 6.6-6.9, 16-bit 6.7-6.9, 4K 8-bit 13.4-13.6 and 16-bit
+// 14.9-15.1 us (three rounds, 2026-12-04): 1.2-1.5 us more than the
+// variants at 4K, not yet looked into (a single-strip instantiation where
+// the grid covers the plane is the first thing to try).
+#ifndef STREAMBLUR_BOX3_ROWS
+#define STREAMBLUR_BOX3_ROWS 2
+#endif
+#ifndef STREAMBLUR_BOX3_WARPS
+#define STREAMBLUR_BOX3_WARPS 4
+#endif
 constexpr int kBox3Lane = 8;   // samples per lane
-constexpr int kBox3Rows = 8;   // output rows per warp
-constexpr int kBox3Warps = 4;  // warps per block, stacked over row strips
+constexpr int kBox3Rows = STREAMBLUR_BOX3_ROWS;    // output rows per warp
+constexpr int kBox3Warps = STREAMBLUR_BOX3_WARPS;  // warps per block, stacked over row strips
+constexpr unsigned kBox3MaxGridY = 65535;          // taller planes: blocks step down by the grid
 
 template <class T> struct Box3Word;
 template <> struct Box3Word<uint8_t> { using type = uint2; };
@@ -499,63 +518,65 @@ box3(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, s
   constexpr int kIn = kBox3Rows + 2;
   const int lane = threadIdx.x;
   const int x = (blockIdx.x * 32 + lane) * kBox3Lane;
-  const int y0 = (blockIdx.y * kBox3Warps + threadIdx.y) * kBox3Rows;
-  if (y0 >= height) return;  // whole warp
   const bool vector_row = vector_io && x + kBox3Lane <= width;
-  W raw[kIn];
-  uint32_t outer[kIn];  // lane 0: the sample left of the warp; lane 31: the one right of it
+  const bool vector_out = vector_row;
+  // Row strips of the whole warp (y0 is the same for every lane).
+  for (int y0 = (blockIdx.y * kBox3Warps + threadIdx.y) * kBox3Rows; y0 < height;
+       y0 += static_cast<int>(gridDim.y) * kBox3Warps * kBox3Rows) {
+    W raw[kIn];
+    uint32_t outer[kIn];  // lane 0: the sample left of the warp; lane 31: the one right of it
 #pragma unroll
-  for (int i = 0; i < kIn; ++i) {
-    const T* row = row_at(src, src_pitch, min(max(y0 - 1 + i, 0), height - 1));
-    if (vector_row) {
-      raw[i] = *reinterpret_cast<const W*>(row + x);
-    } else {
-      uint32_t v[kBox3Lane];
-#pragma unroll
-      for (int q = 0; q < kBox3Lane; ++q) v[q] = row[min(x + q, width - 1)];
-      raw[i] = box3_pack<T>(v);
-    }
-    outer[i] = 0;
-    if (lane == 0) outer[i] = row[max(x - 1, 0)];
-    if (lane == 31) outer[i] = row[min(x + kBox3Lane, width - 1)];
-  }
-  // Horizontal sums of row i into h.
-  auto hsum = [&](int i, uint32_t h[kBox3Lane]) {
-    uint32_t v[kBox3Lane];
-    box3_unpack<T>(raw[i], v);
-    uint32_t left = __shfl_up_sync(0xffffffffu, v[kBox3Lane - 1], 1);
-    uint32_t right = __shfl_down_sync(0xffffffffu, v[0], 1);
-    if (lane == 0) left = outer[i];
-    if (lane == 31) right = outer[i];
-#pragma unroll
-    for (int q = 0; q < kBox3Lane; ++q)
-      h[q] = (q == 0 ? left : v[q - 1]) + v[q] + (q == kBox3Lane - 1 ? right : v[q + 1]);
-  };
-  uint32_t a[kBox3Lane], b[kBox3Lane], c[kBox3Lane];
-  hsum(0, a);
-  hsum(1, b);
-  const bool vector_out = vector_io && x + kBox3Lane <= width;
-#pragma unroll
-  for (int i = 0; i < kBox3Rows; ++i) {
-    hsum(i + 2, c);
-    const int y = y0 + i;
-    if (y < height && x < width) {
-      uint32_t o[kBox3Lane];
-#pragma unroll
-      for (int q = 0; q < kBox3Lane; ++q) o[q] = div9_round(a[q] + b[q] + c[q]);
-      T* out = row_at(dst, dst_pitch, y) + x;
-      if (vector_out) {
-        *reinterpret_cast<W*>(out) = box3_pack<T>(o);
+    for (int i = 0; i < kIn; ++i) {
+      const T* row = row_at(src, src_pitch, min(max(y0 - 1 + i, 0), height - 1));
+      if (vector_row) {
+        raw[i] = *reinterpret_cast<const W*>(row + x);
       } else {
+        uint32_t v[kBox3Lane];
 #pragma unroll
-        for (int q = 0; q < kBox3Lane; ++q)
-          if (x + q < width) out[q] = static_cast<T>(o[q]);
+        for (int q = 0; q < kBox3Lane; ++q) v[q] = row[min(x + q, width - 1)];
+        raw[i] = box3_pack<T>(v);
       }
+      outer[i] = 0;
+      if (lane == 0) outer[i] = row[max(x - 1, 0)];
+      if (lane == 31) outer[i] = row[min(x + kBox3Lane, width - 1)];
     }
+    // Horizontal sums of row i into h.
+    auto hsum = [&](int i, uint32_t h[kBox3Lane]) {
+      uint32_t v[kBox3Lane];
+      box3_unpack<T>(raw[i], v);
+      uint32_t left = __shfl_up_sync(0xffffffffu, v[kBox3Lane - 1], 1);
+      uint32_t right = __shfl_down_sync(0xffffffffu, v[0], 1);
+      if (lane == 0) left = outer[i];
+      if (lane == 31) right = outer[i];
 #pragma unroll
-    for (int q = 0; q < kBox3Lane; ++q) {
-      a[q] = b[q];
-      b[q] = c[q];
+      for (int q = 0; q < kBox3Lane; ++q)
+        h[q] = (q == 0 ? left : v[q - 1]) + v[q] + (q == kBox3Lane - 1 ? right : v[q + 1]);
+    };
+    uint32_t a[kBox3Lane], b[kBox3Lane], c[kBox3Lane];
+    hsum(0, a);
+    hsum(1, b);
+#pragma unroll
+    for (int i = 0; i < kBox3Rows; ++i) {
+      hsum(i + 2, c);
+      const int y = y0 + i;
+      if (y < height && x < width) {
+        uint32_t o[kBox3Lane];
+#pragma unroll
+        for (int q = 0; q < kBox3Lane; ++q) o[q] = div9_round(a[q] + b[q] + c[q]);
+        T* out = row_at(dst, dst_pitch, y) + x;
+        if (vector_out) {
+          *reinterpret_cast<W*>(out) = box3_pack<T>(o);
+        } else {
+#pragma unroll
+          for (int q = 0; q < kBox3Lane; ++q)
+            if (x + q < width) out[q] = static_cast<T>(o[q]);
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < kBox3Lane; ++q) {
+        a[q] = b[q];
+        b[q] = c[q];
+      }
     }
   }
 }
@@ -630,8 +651,7 @@ template <class T>
 void launch_box3(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, cudaStream_t stream) {
   const bool vector_io = aligned(src, sp, kBox3Lane * sizeof(T)) && aligned(dst, dp, kBox3Lane * sizeof(T));
   const int rows_per_block = kBox3Rows * kBox3Warps;
-  const unsigned grid_y = static_cast<unsigned>((height + rows_per_block - 1) / rows_per_block);
-  if (grid_y > 65535u) throw std::invalid_argument("blur: plane too tall");
+  const unsigned grid_y = std::min(static_cast<unsigned>((height + rows_per_block - 1) / rows_per_block), kBox3MaxGridY);
   const dim3 grid(static_cast<unsigned>((width + 32 * kBox3Lane - 1) / (32 * kBox3Lane)), grid_y);
   box3<T><<<grid, dim3(32, kBox3Warps), 0, stream>>>(src, sp, dst, dp, width, height, vector_io);
   STREAMBLUR_CHECK_LAUNCH("box3", stream);
