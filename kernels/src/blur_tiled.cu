@@ -459,12 +459,11 @@ bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t bytes) {
 // 16-bit 13.8-14.0 / 13.7-13.8 / 17.4-17.6. A 1080p plane is one wave of
 // short warps: more of them, each with fewer dependent rows, finish sooner
 // (16 rows: 15.7-15.8 us); 4 warps per block (2: slower at every size, 8:
-// the same). Those variants returned past the plane's end; this kernel's
-// strips step down by the grid (planes over 65535 x 8 rows), and measured
-// 1080p 8-bit 6.6-6.9, 16-bit 6.7-6.9, 4K 8-bit 13.4-13.6 and 16-bit
-// 14.9-15.1 us (three rounds, 2026-12-04): 1.2-1.5 us more than the
-// variants at 4K, not yet looked into (a single-strip instantiation where
-// the grid covers the plane is the first thing to try).
+// the same). Planes over 65535 x 8 rows need strips that step down by the
+// grid; that loop, run on every plane, cost 1.2-1.5 us at 4K, so it is a
+// separate instantiation (three rounds of tests/gpu/ab.sh, 2026-12-04, loop /
+// one strip per warp: 1080p 8-bit 6.7-6.9 / 6.4-6.7, 16-bit 6.8-7.0 /
+// 6.8-6.9; 4K 8-bit 13.6 / 12.2-12.3, 16-bit 15.1-15.2 / 13.9-14.1 us).
 #ifndef STREAMBLUR_BOX3_ROWS
 #define STREAMBLUR_BOX3_ROWS 2
 #endif
@@ -510,74 +509,87 @@ __device__ __forceinline__ typename Box3Word<T>::type box3_pack(const uint32_t o
 // round(s / 9) half up: floor((s + 4) / 9) by a multiply-high.
 __device__ __forceinline__ uint32_t div9_round(uint32_t s) { return __umulhi(s + 4u, 0x38E38E39u) >> 1; }
 
+// One warp's strip of kBox3Rows output rows from row y0 (the same for every
+// lane of the warp).
 template <class T>
-__global__ void __launch_bounds__(32 * kBox3Warps)
-box3(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch, int width,
-     int height, bool vector_io) {
+__device__ __forceinline__ void box3_strip(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst,
+                                           std::ptrdiff_t dst_pitch, int width, int height, bool vector_io, int y0) {
   using W = typename Box3Word<T>::type;
   constexpr int kIn = kBox3Rows + 2;
   const int lane = threadIdx.x;
   const int x = (blockIdx.x * 32 + lane) * kBox3Lane;
   const bool vector_row = vector_io && x + kBox3Lane <= width;
   const bool vector_out = vector_row;
-  // Row strips of the whole warp (y0 is the same for every lane).
-  for (int y0 = (blockIdx.y * kBox3Warps + threadIdx.y) * kBox3Rows; y0 < height;
-       y0 += static_cast<int>(gridDim.y) * kBox3Warps * kBox3Rows) {
-    W raw[kIn];
-    uint32_t outer[kIn];  // lane 0: the sample left of the warp; lane 31: the one right of it
+  W raw[kIn];
+  uint32_t outer[kIn];  // lane 0: the sample left of the warp; lane 31: the one right of it
 #pragma unroll
-    for (int i = 0; i < kIn; ++i) {
-      const T* row = row_at(src, src_pitch, min(max(y0 - 1 + i, 0), height - 1));
-      if (vector_row) {
-        raw[i] = *reinterpret_cast<const W*>(row + x);
-      } else {
-        uint32_t v[kBox3Lane];
-#pragma unroll
-        for (int q = 0; q < kBox3Lane; ++q) v[q] = row[min(x + q, width - 1)];
-        raw[i] = box3_pack<T>(v);
-      }
-      outer[i] = 0;
-      if (lane == 0) outer[i] = row[max(x - 1, 0)];
-      if (lane == 31) outer[i] = row[min(x + kBox3Lane, width - 1)];
-    }
-    // Horizontal sums of row i into h.
-    auto hsum = [&](int i, uint32_t h[kBox3Lane]) {
+  for (int i = 0; i < kIn; ++i) {
+    const T* row = row_at(src, src_pitch, min(max(y0 - 1 + i, 0), height - 1));
+    if (vector_row) {
+      raw[i] = *reinterpret_cast<const W*>(row + x);
+    } else {
       uint32_t v[kBox3Lane];
-      box3_unpack<T>(raw[i], v);
-      uint32_t left = __shfl_up_sync(0xffffffffu, v[kBox3Lane - 1], 1);
-      uint32_t right = __shfl_down_sync(0xffffffffu, v[0], 1);
-      if (lane == 0) left = outer[i];
-      if (lane == 31) right = outer[i];
 #pragma unroll
-      for (int q = 0; q < kBox3Lane; ++q)
-        h[q] = (q == 0 ? left : v[q - 1]) + v[q] + (q == kBox3Lane - 1 ? right : v[q + 1]);
-    };
-    uint32_t a[kBox3Lane], b[kBox3Lane], c[kBox3Lane];
-    hsum(0, a);
-    hsum(1, b);
+      for (int q = 0; q < kBox3Lane; ++q) v[q] = row[min(x + q, width - 1)];
+      raw[i] = box3_pack<T>(v);
+    }
+    outer[i] = 0;
+    if (lane == 0) outer[i] = row[max(x - 1, 0)];
+    if (lane == 31) outer[i] = row[min(x + kBox3Lane, width - 1)];
+  }
+  // Horizontal sums of row i into h.
+  auto hsum = [&](int i, uint32_t h[kBox3Lane]) {
+    uint32_t v[kBox3Lane];
+    box3_unpack<T>(raw[i], v);
+    uint32_t left = __shfl_up_sync(0xffffffffu, v[kBox3Lane - 1], 1);
+    uint32_t right = __shfl_down_sync(0xffffffffu, v[0], 1);
+    if (lane == 0) left = outer[i];
+    if (lane == 31) right = outer[i];
 #pragma unroll
-    for (int i = 0; i < kBox3Rows; ++i) {
-      hsum(i + 2, c);
-      const int y = y0 + i;
-      if (y < height && x < width) {
-        uint32_t o[kBox3Lane];
+    for (int q = 0; q < kBox3Lane; ++q)
+      h[q] = (q == 0 ? left : v[q - 1]) + v[q] + (q == kBox3Lane - 1 ? right : v[q + 1]);
+  };
+  uint32_t a[kBox3Lane], b[kBox3Lane], c[kBox3Lane];
+  hsum(0, a);
+  hsum(1, b);
 #pragma unroll
-        for (int q = 0; q < kBox3Lane; ++q) o[q] = div9_round(a[q] + b[q] + c[q]);
-        T* out = row_at(dst, dst_pitch, y) + x;
-        if (vector_out) {
-          *reinterpret_cast<W*>(out) = box3_pack<T>(o);
-        } else {
+  for (int i = 0; i < kBox3Rows; ++i) {
+    hsum(i + 2, c);
+    const int y = y0 + i;
+    if (y < height && x < width) {
+      uint32_t o[kBox3Lane];
 #pragma unroll
-          for (int q = 0; q < kBox3Lane; ++q)
-            if (x + q < width) out[q] = static_cast<T>(o[q]);
-        }
-      }
+      for (int q = 0; q < kBox3Lane; ++q) o[q] = div9_round(a[q] + b[q] + c[q]);
+      T* out = row_at(dst, dst_pitch, y) + x;
+      if (vector_out) {
+        *reinterpret_cast<W*>(out) = box3_pack<T>(o);
+      } else {
 #pragma unroll
-      for (int q = 0; q < kBox3Lane; ++q) {
-        a[q] = b[q];
-        b[q] = c[q];
+        for (int q = 0; q < kBox3Lane; ++q)
+          if (x + q < width) out[q] = static_cast<T>(o[q]);
       }
     }
+#pragma unroll
+    for (int q = 0; q < kBox3Lane; ++q) {
+      a[q] = b[q];
+      b[q] = c[q];
+    }
+  }
+}
+
+// kStrided: the plane is taller than the grid's kBox3MaxGridY blocks of
+// strips, and each warp's strips step down by the grid. Otherwise each warp
+// runs its one strip, without the loop (timings above).
+template <class T, bool kStrided>
+__global__ void __launch_bounds__(32 * kBox3Warps)
+box3(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch, int width,
+     int height, bool vector_io) {
+  const int first = (blockIdx.y * kBox3Warps + threadIdx.y) * kBox3Rows;
+  if constexpr (kStrided) {
+    for (int y0 = first; y0 < height; y0 += static_cast<int>(gridDim.y) * kBox3Warps * kBox3Rows)
+      box3_strip(src, src_pitch, dst, dst_pitch, width, height, vector_io, y0);
+  } else {
+    if (first < height) box3_strip(src, src_pitch, dst, dst_pitch, width, height, vector_io, first);
   }
 }
 
@@ -653,7 +665,9 @@ void launch_box3(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int
   const int rows_per_block = kBox3Rows * kBox3Warps;
   const unsigned grid_y = std::min(static_cast<unsigned>((height + rows_per_block - 1) / rows_per_block), kBox3MaxGridY);
   const dim3 grid(static_cast<unsigned>((width + 32 * kBox3Lane - 1) / (32 * kBox3Lane)), grid_y);
-  box3<T><<<grid, dim3(32, kBox3Warps), 0, stream>>>(src, sp, dst, dp, width, height, vector_io);
+  const bool strided = static_cast<long long>(grid_y) * rows_per_block < height;
+  auto kernel = strided ? box3<T, true> : box3<T, false>;
+  kernel<<<grid, dim3(32, kBox3Warps), 0, stream>>>(src, sp, dst, dp, width, height, vector_io);
   STREAMBLUR_CHECK_LAUNCH("box3", stream);
 }
 
