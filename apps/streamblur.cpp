@@ -28,8 +28,10 @@ extern "C" {
 }
 
 #include "streamblur/io/log.hpp"
+#include "streamblur/io/reader.hpp"
 #include "streamblur/pipeline/batch.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/pipeline/output_file.hpp"
 #include "streamblur/pipeline/temp_outputs.hpp"
 
 namespace {
@@ -44,6 +46,12 @@ std::string shown_error(const std::string& what, bool verbose) {
 }
 
 namespace fs = std::filesystem;
+
+// The library says an output exists without overwriting; the CLI names the flag.
+constexpr const char* kUseY = " (use -y to overwrite)";
+const char* exists_hint(const std::exception& e) {
+  return dynamic_cast<const streamblur::OutputExistsError*>(&e) ? kUseY : "";
+}
 
 std::atomic<bool> g_stop{false};
 
@@ -82,52 +90,6 @@ std::string clock_text(double s) {
 }
 
 nlohmann::json stage_json(const streamblur::StageStats& s) { return {{"busy_s", s.busy_s}, {"blocked_s", s.blocked_s}}; }
-
-// The --stats-json file is part of the run's result: its hidden temporary
-// (beside it, so the final rename stays in one file system) is created before
-// anything runs, so an unwritable stats path fails the run before the video
-// output exists, and it is renamed into place only at the end. A second
-// Ctrl-C removes it with the other temporary outputs.
-class StatsFile {
- public:
-  // Throws std::runtime_error naming the path when it cannot be written.
-  explicit StatsFile(const std::string& path) : path_(path) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) throw std::runtime_error("cannot write stats to '" + path + "': it is a folder");
-    const fs::path p(path);
-    tmp_ = (p.parent_path() / ("." + p.filename().string() + ".streamblur-" + std::to_string(::getpid()) + ".tmp")).string();
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw std::runtime_error("cannot write stats to '" + path + "': " + std::strerror(errno));
-    slot_ = streamblur::register_temp_output(tmp_);
-  }
-  ~StatsFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!tmp_.empty()) ::unlink(tmp_.c_str());
-    streamblur::unregister_temp_output(slot_);
-  }
-  StatsFile(const StatsFile&) = delete;
-  StatsFile& operator=(const StatsFile&) = delete;
-
-  // Writes `text` and moves the file into place; false (errno set) on failure.
-  bool commit(const std::string& text) {
-    for (std::size_t done = 0; done < text.size();) {
-      const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      done += static_cast<std::size_t>(n);
-    }
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    if (rc != 0 || ::rename(tmp_.c_str(), path_.c_str()) != 0) return false;
-    tmp_.clear();
-    return true;
-  }
-
- private:
-  std::string path_, tmp_;
-  int fd_ = -1;
-  int slot_ = -1;
-};
 
 // Options the single-file command and `batch` share (bound to both, so either
 // place on the command line works).
@@ -199,6 +161,15 @@ std::optional<std::string> fill_pipeline_options(const CommonOptions& c, streamb
   }
   if (opt.duration_seconds && *opt.duration_seconds <= 0)
     return "-t: the duration must be more than 0 seconds, got '" + *c.duration + "'";
+  // The span's range (a usage error, before anything is opened).
+  for (const auto& [flag, span] : {std::pair{"-ss: ", streamblur::io::ReadSpan{opt.start_seconds, {}, {}}},
+                                   std::pair{"-t: ", streamblur::io::ReadSpan{{}, opt.duration_seconds, {}}}}) {
+    try {
+      streamblur::io::check_span(span);
+    } catch (const std::invalid_argument& e) {
+      return flag + std::string(e.what());
+    }
+  }
   if (c.frames) {
     const std::string& f = *c.frames;
     long long n = 0;
@@ -228,15 +199,6 @@ struct BatchCommand {
   std::string out_dir, devices = "all", summary_json;
   int jobs = 2;
 };
-
-// A path's identity for comparisons: absolute, normalised, existing part's symlinks resolved.
-fs::path identity_of(const fs::path& p) {
-  std::error_code ec;
-  fs::path abs = fs::absolute(p, ec);
-  if (ec) abs = p;
-  fs::path canon = fs::weakly_canonical(abs, ec);
-  return ec ? abs.lexically_normal() : canon;
-}
 
 nlohmann::ordered_json result_json(const streamblur::BatchResult& r) {
   const streamblur::RunStats& st = r.stats;
@@ -279,7 +241,7 @@ int run_batch_command(const CommonOptions& common, const BatchCommand& cmd) {
       return usage_error("inputs '" + it->second + "' and '" + in + "' have the same file name; both would be written to '" +
                          (out_dir / name).string() + "'");
     const fs::path out = out_dir / name;
-    if (identity_of(out) == identity_of(in))
+    if (streamblur::same_file(in, out.string(), true))
       return usage_error("output '" + out.string() + "' would be the input '" + in + "'; choose another --out-dir");
     b.jobs.push_back({in, out.string()});
   }
@@ -291,11 +253,35 @@ int run_batch_command(const CommonOptions& common, const BatchCommand& cmd) {
   if (auto err = fill_pipeline_options(common, b.base)) return usage_error(*err);
   b.jobs_per_device = cmd.jobs;
 
+  // The summary is an output too: not an input, not one of the videos, not
+  // replaced without -y, and writable before any work starts.
+  const std::string summary_path =
+      cmd.summary_json.empty() ? (out_dir / "streamblur-batch.json").string() : cmd.summary_json;
+  std::vector<streamblur::NamedOutput> outputs;
+  std::vector<std::string> inputs;
+  for (const streamblur::BatchJob& j : b.jobs) {
+    outputs.push_back({j.output, "output"});
+    inputs.push_back(j.input);
+  }
+  outputs.push_back({summary_path, "summary"});
+  try {
+    streamblur::check_outputs(outputs, {true, inputs, {}});
+  } catch (const std::runtime_error& e) {
+    return usage_error(e.what());
+  }
+
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec || !fs::is_directory(out_dir)) {
     std::cerr << "streamblur: error: cannot create output folder '" << cmd.out_dir << "': "
               << (ec ? ec.message() : "a file of that name exists") << "\n";
+    return 1;
+  }
+  std::optional<streamblur::OutputFile> summary;
+  try {
+    summary.emplace(summary_path, "summary", streamblur::OutputRules{common.overwrite, inputs, {}});
+  } catch (const std::exception& e) {
+    std::cerr << "streamblur: error: " << e.what() << exists_hint(e) << "\n";
     return 1;
   }
 
@@ -346,7 +332,8 @@ int run_batch_command(const CommonOptions& common, const BatchCommand& cmd) {
       ++skipped;
     } else {
       ++failed;
-      std::cerr << "streamblur: error: " << r.job.input << ": " << shown_error(r.error, common.verbose) << "\n";
+      std::cerr << "streamblur: error: " << r.job.input << ": " << shown_error(r.error, common.verbose)
+                << (r.output_exists ? kUseY : "") << "\n";
     }
   }
   const bool interrupted = g_stop.load();
@@ -360,17 +347,15 @@ int run_batch_command(const CommonOptions& common, const BatchCommand& cmd) {
     std::cerr << line << tail << "\n";
   }
 
-  const std::string summary_path =
-      cmd.summary_json.empty() ? (out_dir / "streamblur-batch.json").string() : cmd.summary_json;
   nlohmann::ordered_json j = {{"files", results.size()}, {"ok", ok},         {"failed", failed}, {"skipped", skipped},
                               {"interrupted", interrupted}, {"wall_s", wall_s}, {"frames", frames}, {"fps", fps},
                               {"results", nlohmann::ordered_json::array()}};
   for (const auto& r : results) j["results"].push_back(result_json(r));
-  std::ofstream f(summary_path);
-  f << j.dump(2) << "\n";
-  f.close();
-  if (!f) {
-    std::cerr << "streamblur: error: cannot write the summary to '" << summary_path << "'\n";
+  try {
+    summary->write(j.dump(2) + "\n");
+    summary->commit();
+  } catch (const std::exception& e) {
+    std::cerr << "streamblur: error: " << e.what() << exists_hint(e) << "\n";
     return interrupted ? interrupted_status() : 1;
   }
   if (interrupted) return interrupted_status();
@@ -392,6 +377,9 @@ std::vector<std::string> ffmpeg_style_arguments(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A reader that went away (stderr piped into `head`, the video into a closed
+  // pipe) must not kill a run: writes then fail with EPIPE, as in ffmpeg.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"streamblur: blur video on the GPU with a chain of filters, keeping audio, timestamps and metadata"};
   app.set_version_flag("--version", "streamblur 0.1.0");
   app.footer("Many files at once: streamblur batch INPUT... --out-dir DIR [options] (see streamblur batch --help)");
@@ -480,8 +468,14 @@ int main(int argc, char** argv) {
     }
     install_stop_handlers();
 
-    std::optional<StatsFile> stats_file;
-    if (!stats_json.empty()) stats_file.emplace(stats_json);  // before any output exists
+    // The stats file is an output too: checked against the input and the
+    // video, and its temporary made before any work.
+    std::optional<streamblur::OutputFile> stats_file;
+    if (!stats_json.empty()) {
+      const streamblur::OutputRules rules{common.overwrite, {input}, opt.note};
+      streamblur::check_outputs({{output, "output"}, {stats_json, "stats file"}}, rules);
+      stats_file.emplace(stats_json, "stats file", rules);
+    }
 
     const streamblur::RunStats st = streamblur::run_pipeline(opt);
     if (st.decode_warnings > 0 && !quiet)
@@ -516,21 +510,22 @@ int main(int argc, char** argv) {
                             {"filter", stage_json(st.filter)},
                             {"download", stage_json(st.download)},
                             {"encode", stage_json(st.encode)}}}};
-      if (!stats_file->commit(j.dump(2) + "\n")) {
-        const std::string why = std::strerror(errno);
+      try {
+        stats_file->write(j.dump(2) + "\n");
+        stats_file->commit();
+      } catch (const std::exception& e) {
         // The stats are part of the result: without them the run failed, and
         // a failed run leaves nothing behind.
         std::error_code ec;
         if (fs::is_regular_file(output, ec)) fs::remove(output, ec);
-        std::cerr << "streamblur: error: cannot write stats to '" << stats_json << "': " << why
-                  << "; the output was removed\n";
+        std::cerr << "streamblur: error: " << e.what() << exists_hint(e) << "; the output was removed\n";
         return 1;
       }
     }
     return st.stopped_early ? interrupted_status() : 0;
   } catch (const std::exception& e) {
     if (!quiet && ::isatty(STDERR_FILENO)) std::cerr << "\n";  // end a progress line first
-    std::cerr << "streamblur: error: " << shown_error(e.what(), common.verbose) << "\n";
+    std::cerr << "streamblur: error: " << shown_error(e.what(), common.verbose) << exists_hint(e) << "\n";
     return g_stop.load() ? interrupted_status() : 1;  // interrupted before the first frame was done
   }
 }

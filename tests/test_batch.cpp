@@ -670,13 +670,21 @@ TEST_F(CliBatch, AllGoodExitsZero) {
   EXPECT_EQ(j["failed"], 0);
   EXPECT_EQ(j["frames"], 8);
 
-  // Again without -y: the outputs exist, so each file fails (and is kept).
-  const std::string before = bytes_of(dest + "/a.mkv");
+  // Again without -y: the summary exists, so nothing runs and it is kept.
+  const std::string before = bytes_of(dest + "/a.mkv"), summary_before = bytes_of(summary);
   const CliResult again = run({"batch", in("a.mkv"), in("b.mkv"), "--out-dir", dest, "-c", "ffv1", "--backend", "cpu",
                                "--summary-json", summary, "-q"});
   EXPECT_EQ(again.exit_code, 1) << again.describe();
-  EXPECT_EQ(error_lines(again.err).size(), 2u) << again.describe();
-  EXPECT_TRUE(contains(again.err, "-y")) << again.describe();
+  EXPECT_EQ(error_lines(again.err).size(), 1u) << again.describe();
+  EXPECT_TRUE(contains(again.err, "summary") && contains(again.err, "-y")) << again.describe();
+  EXPECT_EQ(bytes_of(summary), summary_before);
+  EXPECT_EQ(bytes_of(dest + "/a.mkv"), before);
+  // A new summary, but the outputs exist: each file fails (and is kept).
+  const CliResult outputs_exist = run({"batch", in("a.mkv"), in("b.mkv"), "--out-dir", dest, "-c", "ffv1", "--backend",
+                                       "cpu", "--summary-json", summary + ".2", "-q"});
+  EXPECT_EQ(outputs_exist.exit_code, 1) << outputs_exist.describe();
+  EXPECT_EQ(error_lines(outputs_exist.err).size(), 2u) << outputs_exist.describe();
+  EXPECT_TRUE(contains(outputs_exist.err, "-y")) << outputs_exist.describe();
   EXPECT_EQ(bytes_of(dest + "/a.mkv"), before);
   // With -y they are replaced.
   EXPECT_EQ(run({"batch", in("a.mkv"), in("b.mkv"), "--out-dir", dest, "-c", "ffv1", "--backend", "cpu", "-y", "-q",
@@ -732,7 +740,10 @@ TEST_F(CliBatch, InterruptExits130) {
   for (const std::string a : {"--out-dir", dest.c_str(), "--vf", "gblur=sigma=12", "-c", "ffv1", "--backend", "cpu",
                               "--jobs", "1", "--inflight", "2"})
     args.push_back(a);
+  // Named temporaries, so the test can see the first output start.
+  ::setenv("STREAMBLUR_NAMED_TEMPORARIES", "1", 1);
   Cli cli(args, capture);
+  ::unsetenv("STREAMBLUR_NAMED_TEMPORARIES");
   // Wait until the first output has started (its temporary file holds data).
   bool started = false;
   for (int i = 0; i < 4000 && !started; ++i) {

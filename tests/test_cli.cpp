@@ -570,24 +570,32 @@ std::string paced_clip(const TempDir& dir, const std::string& name = "long.mp4")
   return in;
 }
 
-// Waits until the run's hidden temporary output holds data (the handlers are
+// Whether process `pid` has a file in `dir` open that holds data: its
+// temporary output, unnamed ("DIR/#123 (deleted)") or hidden, once a frame went out.
+bool writes_in(pid_t pid, const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    const std::string target = fs::read_symlink(e.path(), ec).string();
+    struct stat st {};
+    if (ec || target.rfind(dir.string() + "/", 0) != 0 || ::stat(e.path().c_str(), &st) != 0) continue;
+    const bool temporary = contains(target, " (deleted)") || fs::path(target).filename().string().rfind(".", 0) == 0;
+    if (S_ISREG(st.st_mode) && st.st_size > 0 && temporary) return true;
+  }
+  return false;
+}
+
+// Waits until the run's temporary output holds data (the handlers are
 // installed and frames are going through) and `ready` (if given) holds.
 // Fails the test when the process ends first.
-::testing::AssertionResult wait_until_running(CliProcess& p, const std::string& tmp,
+::testing::AssertionResult wait_until_running(CliProcess& p, const TempDir& dir,
                                               const std::function<bool()>& ready = {}) {
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (Clock::now() < deadline) {
     if (p.poll()) return ::testing::AssertionFailure() << "the run ended early: " << p.wait().describe();
-    std::error_code ec;
-    if (fs::exists(tmp, ec) && fs::file_size(tmp, ec) > 0 && (!ready || ready()))
-      return ::testing::AssertionSuccess();
+    if (writes_in(p.pid(), dir.path()) && (!ready || ready())) return ::testing::AssertionSuccess();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return ::testing::AssertionFailure() << "no frame went through in 60 s";
-}
-
-std::string temp_output_of(const TempDir& dir, const CliProcess& p, const std::string& out_name = "out.mp4") {
-  return dir.file("." + out_name + ".streamblur-" + std::to_string(p.pid()) + fs::path(out_name).extension().string());
 }
 
 // One signal during a paced run: exit 128 + signal, a finalised output with
@@ -597,7 +605,7 @@ void expect_first_signal_finalises(int sig) {
   TempDir dir;
   const std::string in = paced_clip(dir), out = dir.file("out.mp4");
   CliProcess p({in, out, "--re", "--backend", "cpu", "--preset", "ultrafast"}, capture_dir());
-  ASSERT_TRUE(wait_until_running(p, temp_output_of(dir, p)));
+  ASSERT_TRUE(wait_until_running(p, dir));
   const auto sent = Clock::now();
   ASSERT_EQ(::kill(p.pid(), sig), 0);
   const CliResult r = p.wait();
@@ -664,7 +672,7 @@ TEST(CliSignal, SecondSignalEndsAtOnceAndLeavesNoTemporaryFile) {
     // Frames went through and the run is blocked reading the FIFO: it cannot
     // finish, whatever the first signal asks, until the second ends it.
     const pid_t pid = p.pid();
-    EXPECT_TRUE(wait_until_running(p, temp_output_of(dir, p), [&] { return blocked_reading(pid, live); }));
+    EXPECT_TRUE(wait_until_running(p, dir, [&] { return blocked_reading(pid, live); }));
     feeder.join();
     ASSERT_EQ(::kill(pid, first), 0);
     // Still there a while later: the first signal does not end a blocked run...

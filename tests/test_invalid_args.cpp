@@ -169,7 +169,7 @@ const std::vector<OptionsRow> kOptionsRows = {
        o.output = m.dir.file("exists.mkv");
        std::ofstream(o.output) << "precious";
      },
-     "output '{dir}/exists.mkv' already exists (use -y to overwrite)"},
+     "output '{dir}/exists.mkv' already exists; overwriting was not asked for"},
     {"output is the input",
      [](PipelineOptions& o, const Media& m) {
        o.output = m.in;

@@ -18,6 +18,7 @@
 
 #include "streamblur/io/reader.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/pipeline/output_file.hpp"
 
 namespace streamblur {
 namespace fs = std::filesystem;
@@ -30,16 +31,6 @@ std::string trim(const std::string& s) {
   if (b == std::string::npos) return "";
   const auto e = s.find_last_not_of(" \t");
   return s.substr(b, e - b + 1);
-}
-
-// A path's identity for comparisons: absolute, normalised, symlinks of the
-// existing part resolved (outputs usually do not exist yet).
-fs::path identity_of(const std::string& p) {
-  std::error_code ec;
-  fs::path abs = fs::absolute(p, ec);
-  if (ec) abs = fs::path(p);
-  fs::path canon = fs::weakly_canonical(abs, ec);
-  return ec ? abs.lexically_normal() : canon;
 }
 
 // Error messages are one line; a multi-line what() is joined.
@@ -99,16 +90,16 @@ std::vector<BatchResult> run_batch(const BatchOptions& options) {
     throw std::invalid_argument("batch: jobs per device must be at least 1 (got " +
                                 std::to_string(options.jobs_per_device) + ")");
   {
-    std::map<fs::path, std::string> outputs;  // identity -> output as given
-    std::map<fs::path, std::string> inputs;
+    std::map<std::string, std::string> outputs;  // path_identity -> output as given
+    std::map<std::string, std::string> inputs;
     for (const BatchJob& j : jobs) {
       if (j.input.empty()) throw std::invalid_argument("batch: a job has no input");
       if (j.output.empty()) throw std::invalid_argument("batch: input '" + j.input + "' has no output");
-      inputs.emplace(identity_of(j.input), j.input);
+      if (std::string id = path_identity(j.input, true); !id.empty()) inputs.emplace(id, j.input);
     }
     for (const BatchJob& j : jobs) {
-      const fs::path id = identity_of(j.output);
-      if (auto [it, fresh] = outputs.emplace(id, j.output); !fresh)
+      const std::string id = path_identity(j.output);
+      if (auto [it, fresh] = outputs.emplace(id, j.output); !fresh && !id.empty())
         throw std::invalid_argument("batch: two inputs would be written to the same output '" + j.output + "'");
       // Writing over any input (its own or another job's) would destroy it while it may still be read.
       if (auto it = inputs.find(id); it != inputs.end())
@@ -252,6 +243,9 @@ std::vector<BatchResult> run_batch(const BatchOptions& options) {
       try {
         r.stats = run_pipeline(opt);
         r.ok = true;
+      } catch (const OutputExistsError& e) {
+        r.error = one_line(e.what());
+        r.output_exists = true;
       } catch (const std::exception& e) {
         r.error = one_line(e.what());
       } catch (...) {

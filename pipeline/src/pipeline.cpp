@@ -33,7 +33,7 @@ extern "C" {
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/cuda_convert.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
-#include "streamblur/pipeline/temp_outputs.hpp"
+#include "streamblur/pipeline/output_file.hpp"
 
 namespace streamblur {
 namespace fs = std::filesystem;
@@ -130,31 +130,6 @@ struct Timers {
   AtomicSeconds decode_busy, decode_blocked, upload_busy, filter_busy, download_busy, post_blocked, encode_busy;
 };
 
-std::string temp_path_for(const fs::path& out) {
-  fs::path dir = out.parent_path();
-  if (dir.empty()) dir = ".";
-  return (dir / ("." + out.filename().string() + ".streamblur-" + std::to_string(::getpid()) + out.extension().string()))
-      .string();
-}
-
-// Whether the output is an image sequence (out%03d.png): only the file name
-// may hold the pattern.
-bool is_sequence_output(const fs::path& out) { return io::is_sequence_pattern(out.filename().string()); }
-
-// The hidden folder beside an image-sequence output that its frames are
-// written into; no '%' in its name, so the muxer reads the pattern only in the
-// file name. Unique per process and per pipeline (batch runs several at once).
-std::string temp_folder_for(const fs::path& out) {
-  static std::atomic<int> counter{0};
-  fs::path dir = out.parent_path();
-  if (dir.empty()) dir = ".";
-  std::string stem = out.stem().string();
-  for (char& c : stem)
-    if (c == '%') c = '_';
-  return (dir / ("." + stem + ".streamblur-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
-      .string();
-}
-
 // Plane pointers of an AVFrame as AnyPlanes.
 std::array<AnyPlane, 4> frame_planes(const AVFrame& f, const FrameLayout& l) {
   std::array<AnyPlane, 4> p{};
@@ -237,7 +212,6 @@ class Pipeline {
   using GpuWait = tbb::flow::async_node<FrameSlot*, FrameSlot*>;
 
   // set-up
-  void check_paths() const;
   bool cuda_may_be_needed() const;
   io::AVBufferRefPtr nvdec_device(const AVCodecParameters& par, const AVCodec& decoder);
   void open_input();
@@ -246,7 +220,6 @@ class Pipeline {
   void choose_backend();
   void make_slots();
   void prepare_output();
-  void finish_sequence();
   void set_device() const {
     if (device_ >= 0) CUDA_CHECK(cudaSetDevice(device_));
   }
@@ -285,8 +258,7 @@ class Pipeline {
   io::AVBufferPoolPtr out_pool_;
   int out_pool_bytes_ = 0;
   std::vector<std::unique_ptr<FrameSlot>> slots_;
-  std::string tmp_path_;
-  std::string tmp_dir_;           // image sequences: the hidden folder tmp_path_ (a pattern) lies in; else ""
+  std::optional<OutputFile> out_;  // the output's temporary until it is committed (output_file.hpp)
   io::EncoderOptions enc_;
   std::unique_ptr<io::MediaWriter> writer_;
   RunStats stats_;
@@ -303,23 +275,6 @@ class Pipeline {
   double last_media_time_ = 0;
   Clock::time_point t_start_, last_progress_;
 };
-
-void Pipeline::check_paths() const {
-  if (null_sink_) return;
-  std::error_code ec;
-  if (fs::exists(opt_.input, ec) && fs::exists(opt_.output, ec) && fs::equivalent(opt_.input, opt_.output, ec))
-    throw std::runtime_error("output '" + opt_.output + "' is the input file; choose another output");
-  if (fs::exists(opt_.output, ec) && !opt_.overwrite)
-    throw std::runtime_error("output '" + opt_.output + "' already exists (use -y to overwrite)");
-  if (is_sequence_output(opt_.output)) {
-    if (opt_.input == opt_.output)
-      throw std::runtime_error("output '" + opt_.output + "' is the input sequence; choose another output");
-    const fs::path dir = fs::path(opt_.output).parent_path();
-    const std::string first = (dir / io::sequence_file_name(fs::path(opt_.output).filename().string(), 1)).string();
-    if (fs::exists(first, ec) && !opt_.overwrite)
-      throw std::runtime_error("output '" + opt_.output + "' already exists ('" + first + "'; use -y to overwrite)");
-  }
-}
 
 // CUDA is started only when some work may run there: filters, NVDEC asked
 // for, device planes for the caller, or the cuda backend asked for by name.
@@ -501,50 +456,15 @@ void Pipeline::make_slots() {
   if (!chain_spec_.empty()) stats_.filters = slots_.front()->chain.describe();
 }
 
-// Output: a temporary file beside the real one, renamed at the end.
+// The output's container, from its name unless the encoder options name it.
 void Pipeline::prepare_output() {
   enc_ = opt_.encoder;
   enc_.display_name = opt_.output;  // messages name the output, not its temporary file
   if (!enc_.note) enc_.note = [this](const std::string& s) { note_(s); };
-  if (null_sink_) return;
-  if (enc_.format_name.empty()) {
-    const AVOutputFormat* of = av_guess_format(nullptr, opt_.output.c_str(), nullptr);
-    if (!of) throw std::runtime_error("cannot tell the container of output '" + opt_.output + "' from its extension");
-    enc_.format_name = of->name;
-  }
-  if (is_sequence_output(opt_.output)) {
-    // An image sequence is many files: they are written into a hidden folder
-    // beside the output and moved out at the end (see finish_sequence).
-    tmp_dir_ = temp_folder_for(opt_.output);
-    std::error_code ec;
-    if (!fs::create_directory(tmp_dir_, ec))
-      throw std::runtime_error("cannot write output '" + opt_.output + "': cannot create the folder '" + tmp_dir_ +
-                               "': " + (ec ? ec.message() : std::string("it exists")));
-    tmp_path_ = (fs::path(tmp_dir_) / fs::path(opt_.output).filename()).string();
-    return;
-  }
-  tmp_path_ = temp_path_for(opt_.output);
-  FILE* probe = std::fopen(tmp_path_.c_str(), "wb");
-  if (!probe) throw std::runtime_error("cannot write output '" + opt_.output + "': " + std::strerror(errno));
-  std::fclose(probe);
-}
-
-// Moves a finished image sequence out of its hidden folder, the last frame
-// first and frame 1 last: a run cut short while moving leaves no sequence that
-// starts at 1, so nothing half-moved looks complete. Then removes the folder.
-void Pipeline::finish_sequence() {
-  const fs::path out(opt_.output);
-  const std::string pattern = out.filename().string();
-  for (int64_t n = frames_out_; n >= 1; --n) {
-    const std::string name = io::sequence_file_name(pattern, static_cast<int>(n));
-    std::error_code ec;
-    fs::rename(fs::path(tmp_dir_) / name, out.parent_path() / name, ec);
-    if (ec)
-      throw std::runtime_error("cannot move frame " + std::to_string(n) + " of the finished sequence to '" +
-                               (out.parent_path() / name).string() + "': " + ec.message());
-  }
-  std::error_code ec;
-  fs::remove_all(tmp_dir_, ec);
+  if (null_sink_ || !enc_.format_name.empty()) return;
+  const AVOutputFormat* of = av_guess_format(nullptr, opt_.output.c_str(), nullptr);
+  if (!of) throw std::runtime_error("cannot tell the container of output '" + opt_.output + "' from its extension");
+  enc_.format_name = of->name;
 }
 
 // ---- stages
@@ -807,7 +727,7 @@ FrameSlot* Pipeline::sink(FrameSlot* s) {
     }
     opt_.frame_sink(v);
   } else if (!null_sink_) {
-    if (!writer_) writer_ = std::make_unique<io::MediaWriter>(tmp_path_, *reader_, f, enc_);
+    if (!writer_) writer_ = std::make_unique<io::MediaWriter>(out_->url(), *reader_, f, enc_);
     for (auto& pkt : s->passthrough) writer_->write_passthrough(*pkt);
     writer_->write_video(f);
   }
@@ -849,7 +769,9 @@ RunStats Pipeline::run() {
   io::check_span(span_);
   chain_spec_ = parse_filter_chain(opt_.filters);
   null_sink_ = opt_.output.empty();
-  check_paths();
+  // The output's temporary exists before any work, so an unwritable path
+  // fails at once; it is removed on every way out but success.
+  if (!null_sink_) out_.emplace(opt_.output, "output", OutputRules{opt_.overwrite, {opt_.input}, [this](const std::string& s) { note_(s); }});
   // The CUDA context starts on its own thread while the input and decoder open.
   if (cuda_may_be_needed()) cuda_startup_ = std::async(std::launch::async, start_cuda, opt_.device).share();
   open_input();
@@ -858,26 +780,6 @@ RunStats Pipeline::run() {
   stats_.decoder = vinfo_->hw_decode ? "nvdec" : "cpu";
   make_slots();
   prepare_output();
-  // Removes the temporary output on every way out but success; a signal
-  // handler that must end the program at once finds it in the registry.
-  struct TempGuard {
-    std::string path;
-    bool directory = false;
-    int slot = register_temp_output(path, directory);
-    void release() {
-      path.clear();
-      unregister_temp_output(slot);
-    }
-    ~TempGuard() {
-      if (!path.empty()) {
-        std::error_code ec;
-        if (directory) fs::remove_all(path, ec);
-        else fs::remove(path, ec);
-      }
-      unregister_temp_output(slot);
-    }
-  } temp_guard{tmp_dir_.empty() ? tmp_path_ : tmp_dir_, !tmp_dir_.empty()};
-
   tbb::flow::graph g;
   using namespace tbb::flow;
   input_node<DecodedPtr> decode_node(g, [this](tbb::flow_control& fc) { return decode(fc); });
@@ -921,14 +823,7 @@ RunStats Pipeline::run() {
     for (auto& pkt : reader_->take_remaining_passthrough()) writer_->write_passthrough(*pkt);
     writer_->finish();
     writer_.reset();
-    if (!tmp_dir_.empty()) {
-      finish_sequence();
-    } else {
-      std::error_code ec;
-      fs::rename(tmp_path_, opt_.output, ec);
-      if (ec) throw std::runtime_error("cannot move the finished output to '" + opt_.output + "': " + ec.message());
-    }
-    temp_guard.release();
+    out_->commit(frames_out_);
   }
   stats_.finish_s = seconds(Clock::now() - t_finish);
   RunStats st = collect_stats();

@@ -36,6 +36,7 @@ struct BatchResult {
   bool ok = false;
   bool skipped = false;    // never started because the batch was stopped (then !ok)
   std::string error;       // one line, when !ok (run_pipeline's message, which usually names the file)
+  bool output_exists = false;  // it failed because its output exists and overwriting was not asked for
   int device = -1;         // CUDA device it ran on (-1: CPU backend or not started)
   RunStats stats;          // when ok; for a failure only wall_s (the time until it failed)
 };
