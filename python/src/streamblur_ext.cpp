@@ -6,10 +6,13 @@
 // works out where its memory lives (host, CUDA device, CUDA managed) and runs
 // one FilterChain from the pipeline's filter registry over it, with the GIL
 // released. Video: process_video / process_videos run run_pipeline / run_batch
-// with the GIL released; FrameStream runs one pipeline with a frame sink on a
-// thread of its own and hands each frame to Python as arrays that own a copy
-// of it. Errors: std::invalid_argument -> ValueError (nanobind's default),
-// CudaError and other std::runtime_error -> RuntimeError, bad dtype -> TypeError.
+// on a thread of their own, without the GIL, while the calling thread waits
+// with Ctrl-C working (run_stoppable); FrameStream runs one pipeline with a
+// frame sink on a thread of its own and hands each frame to Python as arrays
+// that own a copy of it. Errors: std::invalid_argument -> ValueError
+// (nanobind's default), CudaError and other std::runtime_error ->
+// RuntimeError, bad dtype -> TypeError. The package checks the arguments'
+// types and ranges first, so nanobind's own argument errors never reach users.
 #include <cuda_runtime_api.h>
 
 #include <nanobind/nanobind.h>
@@ -23,12 +26,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +56,7 @@ extern "C" {
 #include "streamblur/pipeline/batch.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
+#include "streamblur/pipeline/output_file.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 
 namespace nb = nanobind;
@@ -902,6 +908,79 @@ class PyCallback {
   std::optional<nb::python_error> error_;
 };
 
+// ---- waiting for the pipeline with Ctrl-C working
+//
+// Python runs its signal handlers (Ctrl-C: raise KeyboardInterrupt) only on
+// the main thread, between bytecodes; a thread blocked in C++ never gets
+// there. So every wait for a run polls PyErr_CheckSignals with the GIL, about
+// 20 times a second, and gives the GIL back in between.
+constexpr auto kSignalPoll = std::chrono::milliseconds(50);
+
+// Waits, without the GIL, until ready() holds (checked under `mutex`; `cv` is
+// notified when it may have changed), running Python's signal handlers every
+// kSignalPoll. True once ready() holds; false as soon as a handler raised (the
+// Python error, usually KeyboardInterrupt, is then set). GIL held on entry and
+// exit. On threads other than the main one no handler runs: it just waits.
+template <class Ready>
+bool wait_or_signal(std::mutex& mutex, std::condition_variable& cv, Ready ready) {
+  for (;;) {
+    {
+      nb::gil_scoped_release no_gil;
+      std::unique_lock<std::mutex> lock(mutex);
+      if (cv.wait_for(lock, kSignalPoll, ready)) return true;
+    }
+    if (PyErr_CheckSignals() != 0) return false;
+  }
+}
+
+// Runs `work` (run_pipeline or run_batch, watching callback.stop) on a thread
+// of its own without the GIL, the calling thread waiting in wait_or_signal.
+// A signal handler that raises (Ctrl-C) sets the stop flag: as the CLI's
+// first Ctrl-C, reading stops, the frames in flight are finished and the
+// output is written at its final name. Once the run has ended, the handler's
+// exception is raised; otherwise the progress callback's, then the run's own.
+void run_stoppable(const std::function<void()>& work, PyCallback& callback) {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+  std::thread worker([&] {
+    try {
+      work();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+    cv.notify_all();
+  });
+  struct JoinOnExit {  // the worker uses this frame: it never outlives it, whatever throws
+    std::thread& worker;
+    std::atomic<bool>& stop;
+    ~JoinOnExit() {
+      if (!worker.joinable()) return;
+      stop.store(true);  // the run is over already, unless something threw here
+      nb::gil_scoped_release no_gil;
+      worker.join();
+    }
+  } join_on_exit{worker, callback.stop};
+  std::optional<nb::python_error> interrupted;
+  if (!wait_or_signal(mutex, cv, [&] { return done; })) {
+    interrupted.emplace();  // takes the handler's exception off the thread state
+    callback.stop.store(true);
+    nb::gil_scoped_release no_gil;
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return done; });  // the frames in flight, then the output's trailer
+  }
+  {
+    nb::gil_scoped_release no_gil;
+    worker.join();
+  }
+  if (interrupted) throw nb::python_error(std::move(*interrupted));
+  callback.raise_if_failed();  // the callback's exception is the cause of the run's
+  if (error) std::rethrow_exception(error);
+}
+
 nb::dict process_video(const std::string& src, const std::string& dst, const std::string& vf, const std::string& codec,
                        int crf, const std::string& preset, const std::string& backend, const std::string& hwdec,
                        int device, bool overwrite, int inflight, nb::object progress, std::optional<double> start,
@@ -918,10 +997,10 @@ nb::dict process_video(const std::string& src, const std::string& dst, const std
   o.overwrite = overwrite;
 
   // The callback runs on a pipeline thread: it takes the GIL, and an exception
-  // it raises stops the run and is raised again here.
+  // it raises stops the run and is raised again here, as Ctrl-C does.
   PyCallback callback(std::move(progress));
+  o.stop = &callback.stop;
   if (!callback.empty()) {
-    o.stop = &callback.stop;
     o.progress = [&](const Progress& p) {
       callback.call([&] {
         nb::dict d;
@@ -937,14 +1016,7 @@ nb::dict process_video(const std::string& src, const std::string& dst, const std
     };
   }
   RunStats stats;
-  try {
-    nb::gil_scoped_release no_gil;
-    stats = run_pipeline(o);
-  } catch (...) {
-    callback.raise_if_failed();  // the callback's exception is the cause
-    throw;
-  }
-  callback.raise_if_failed();
+  run_stoppable([&] { stats = run_pipeline(o); }, callback);
   return run_stats_dict(stats);
 }
 
@@ -969,8 +1041,8 @@ nb::list process_videos(const std::vector<std::string>& inputs, const std::vecto
   b.devices = devices;
 
   PyCallback callback(std::move(progress));
+  b.stop = &callback.stop;
   if (!callback.empty()) {
-    b.stop = &callback.stop;
     b.progress = [&](const BatchProgress& p) {
       callback.call([&] {
         nb::dict d;
@@ -988,14 +1060,7 @@ nb::list process_videos(const std::vector<std::string>& inputs, const std::vecto
     };
   }
   std::vector<BatchResult> results;
-  try {
-    nb::gil_scoped_release no_gil;
-    results = run_batch(b);
-  } catch (...) {
-    callback.raise_if_failed();
-    throw;
-  }
-  callback.raise_if_failed();
+  run_stoppable([&] { results = run_batch(b); }, callback);
   nb::list out;
   for (const BatchResult& r : results) {
     nb::dict d = r.ok ? run_stats_dict(r.stats) : nb::dict();
@@ -1288,7 +1353,8 @@ class FrameStream {
     return upload_stream_->get();
   }
 
-  // The next frame, or nullptr once the pipeline has finished and the queue is empty.
+  // The next frame, or nullptr once the pipeline has finished and the queue is
+  // empty. GIL held (released while it waits).
   std::unique_ptr<QueuedFrame> pop() {
     std::unique_ptr<QueuedFrame> f;
     {
@@ -1297,9 +1363,11 @@ class FrameStream {
       else if (finished_ || stop_.load()) return nullptr;
     }
     if (f) return f;
-    nb::gil_scoped_release no_gil;
-    std::unique_lock<std::mutex> lock(mutex_);
-    has_frame_.wait(lock, [&] { return !queue_.empty() || finished_ || stop_.load(); });
+    // Ctrl-C while waiting: KeyboardInterrupt from next(); the pipeline goes on
+    // and no frame is lost (the next call returns the next frame).
+    if (!wait_or_signal(mutex_, has_frame_, [&] { return !queue_.empty() || finished_ || stop_.load(); }))
+      throw nb::python_error();
+    std::lock_guard<std::mutex> lock(mutex_);
     if (queue_.empty()) return nullptr;
     return take_front();
   }
@@ -1396,6 +1464,14 @@ NB_MODULE(_streamblur, m) {
   using namespace streamblur;
   using namespace streamblur::python;
   m.doc() = "Low-level bindings of the streamblur C++/CUDA library; use the streamblur package instead.";
+  // An output that exists without overwrite=True is Python's FileExistsError.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const OutputExistsError& e) {
+      PyErr_SetString(PyExc_FileExistsError, (std::string(e.what()) + " (pass overwrite=True to replace it)").c_str());
+    }
+  });
 
   m.def("device_count", &cuda::device_count, "Number of usable CUDA devices (0 without a driver or device).");
   m.def("current_device", &current_device, "The current CUDA device of the calling thread.");

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import atexit
 import math
+import operator
 import os
 import sys
 import weakref
@@ -99,8 +100,17 @@ def filter_list() -> str:
     return _ext.filter_list()
 
 
+def _filter_names() -> list:
+    return [line.split()[0] for line in filter_list().splitlines() if line.strip()]
+
+
 def filter_help(name: str) -> str:
     """The options of filter ``name`` (as ``streamblur --help-filter NAME``)."""
+    if not isinstance(name, str):
+        raise TypeError(f"filter_help: name must be a str (a filter name such as 'gblur'), got {type(name).__name__}")
+    names = _filter_names()
+    if name not in names:
+        raise ValueError(f"filter_help: unknown filter {name!r}; the filters are {', '.join(names)}")
     return _ext.filter_help(name)
 
 
@@ -163,10 +173,33 @@ def _pixels_packed(shape, strides, itemsize: int) -> bool:
     return h == 1 or strides[0] >= w * c * itemsize
 
 
+_ARRAY_KINDS = "a numpy, CuPy or PyTorch array (or anything with __dlpack__ or __array_interface__)"
+
+
+def _not_an_array(obj: Any, name: str) -> TypeError:
+    return TypeError(f"{name} must be {_ARRAY_KINDS} of uint8 or uint16, got {type(obj).__name__}")
+
+
+def _as_numpy(img: Any) -> np.ndarray:
+    """PIL images, nested lists, anything numpy makes a numeric array of; TypeError naming the image otherwise."""
+    if img is None or isinstance(img, (str, bytes, bytearray)):
+        raise _not_an_array(img, "image")
+    try:
+        arr = np.asarray(img)
+    except Exception as e:  # noqa: BLE001 - ragged lists, objects whose __array__ fails
+        raise TypeError(f"image must be {_ARRAY_KINDS}; numpy cannot make an array of this "
+                        f"{type(img).__name__} ({e})") from None
+    if arr.dtype.kind not in "biufc":  # objects, strings, dates: nothing an image holds
+        raise _not_an_array(img, "image")
+    return arr
+
+
 def _prepare_input(img: Any):
     """(array the extension can take, framework name)."""
     fw = _framework(img)
     if fw == "numpy":
+        if img.dtype.char not in "BH":  # uint8, uint16 (either byte order)
+            raise TypeError(f"image has dtype {img.dtype}; streamblur takes uint8 or uint16 images")
         if img.dtype.byteorder not in ("=", "|") and img.dtype.kind in "ui":
             img = img.astype(img.dtype.newbyteorder("="))
         if not _pixels_packed(img.shape, img.strides, img.itemsize):
@@ -187,8 +220,7 @@ def _prepare_input(img: Any):
         return img, fw
     if hasattr(img, "__dlpack__"):
         return img, fw
-    # PIL images, lists, anything numpy understands.
-    return _prepare_input(np.asarray(img))[0], "numpy"
+    return _prepare_input(_as_numpy(img))[0], "numpy"
 
 
 def _new_output(img: Any, fw: str, where: str):
@@ -220,6 +252,8 @@ def _stream_handle(stream: Any) -> int:
     if isinstance(stream, int):
         if stream < 0:
             raise ValueError(f"stream= handle must not be negative, got {stream}")
+        if stream >= 2**64:
+            raise ValueError(f"stream= handle {stream} is out of range (a cudaStream_t is 64 bits)")
         return stream
     for attr in ("cuda_stream", "ptr"):
         value = getattr(stream, attr, None)
@@ -243,6 +277,9 @@ def _current_framework_stream(arr: Any, fw: str) -> int:
 
 
 def _check_out(out: Any, img: Any) -> Any:
+    if not (hasattr(out, "shape") and hasattr(out, "dtype")):
+        raise TypeError(f"out= must be {_ARRAY_KINDS} of the image's shape and dtype, or None; "
+                        f"got {type(out).__name__}")
     # The common case first: out= of the image's own array type (shapes and
     # dtypes compare directly; the extension checks the layout of both).
     if type(out) is type(img) and not isinstance(out, np.ndarray):
@@ -288,8 +325,7 @@ def _call(spec: str, img: Any, out: Any, stream: Any, backend: str) -> Any:
 
 
 def _run(spec: str, img: Any, out: Any, stream: Any, backend: str) -> Any:
-    if backend not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', got {backend!r}")
+    _choice(backend, "backend", _BACKENDS)
     handle = _stream_handle(stream)
     src, fw = _prepare_input(img)
     if stream is None and fw in ("cupy", "torch"):
@@ -299,24 +335,92 @@ def _run(spec: str, img: Any, out: Any, stream: Any, backend: str) -> Any:
         dst = _new_output(src, fw, where)
     else:
         dst = _check_out(out, src)
-    _ext.run_filter(src, dst, spec, backend, handle)
+    try:
+        _ext.run_filter(src, dst, spec, backend, handle)
+    except TypeError as e:
+        if "incompatible function arguments" not in str(e):
+            raise
+        # An array object the extension cannot read (neither DLPack nor the buffer protocol).
+        raise TypeError(f"image and out= must be {_ARRAY_KINDS}; got {type(img).__name__} and "
+                        f"{type(dst).__name__}") from None
     return dst
 
 
 def _number(x: Any, name: str) -> float:
+    if isinstance(x, (str, bytes, bytearray)):
+        raise TypeError(f"{name} must be a number, got {type(x).__name__}")
     try:
         v = float(x)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a number, got {type(x).__name__}") from None
+    except OverflowError:
+        raise ValueError(f"{name} is out of range (too large for a float)") from None
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {x!r}")
     return v
 
 
-def _integer(x: Any, name: str) -> int:
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def _integer(x: Any, name: str, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
+    """int(x) for an int or numpy integer (not a bool) in [lo, hi]: TypeError / ValueError naming `name`."""
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(x).__name__}")
-    return int(x)
+    v = int(x)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        if hi is None:
+            raise ValueError(f"{name} must be at least {lo}, got {v}")
+        raise ValueError(f"{name} must be between {lo} and {hi}, got {v}")
+    return v
+
+
+def _choice(x: Any, name: str, choices: tuple, where: str = "") -> str:
+    """x, one of the str `choices`: TypeError for another type, ValueError for another str.
+    where: said after the choices ("for device='cpu'")."""
+    if isinstance(x, str) and x in choices:
+        return x
+    listed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}" + (f" {where}" if where else "")
+    if not isinstance(x, str):
+        raise TypeError(f"{name} must be {listed} (a str), got {type(x).__name__}")
+    raise ValueError(f"{name} must be {listed}, got {x!r}")
+
+
+def _optional_str(x: Any, name: str, example: str) -> str:
+    """'' for None, else x, which must be a str."""
+    if x is None:
+        return ""
+    if not isinstance(x, str):
+        raise TypeError(f"{name} must be a str ({example}) or None, got {type(x).__name__}")
+    return x
+
+
+def _path(p: Any, name: str) -> str:
+    """A str path from a str or os.PathLike; TypeError naming `name` otherwise (bytes paths too)."""
+    try:
+        s = os.fspath(p)
+    except TypeError:
+        raise TypeError(f"{name} must be a path (a str or os.PathLike), got {type(p).__name__}") from None
+    if not isinstance(s, str):
+        raise TypeError(f"{name} must be a str path (or an os.PathLike giving one), got {type(s).__name__}; "
+                        "decode bytes paths with os.fsdecode()")
+    return s
+
+
+def _paths(paths: Any, name: str) -> list:
+    """A list of str paths from an iterable of str or os.PathLike paths."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        raise TypeError(f"{name} must be a list of paths, not one path")
+    try:
+        items = list(paths)
+    except TypeError:
+        raise TypeError(f"{name} must be a list of paths, got {type(paths).__name__}") from None
+    return [_path(p, f"{name}[{i}]") for i, p in enumerate(items)]
+
+
+_BACKENDS = ("auto", "cpu", "cuda")
+_HWDECS = ("auto", "nvdec", "none")
 
 
 # Specs already built, by the arguments and their types (True must not pass
@@ -428,22 +532,38 @@ def managed_empty(shape, dtype=np.uint8) -> np.ndarray:
     Without a usable GPU it returns an ordinary numpy array (see
     :func:`is_managed`), so code written for it still runs.
     """
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    shape = tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"managed_empty: negative dimension in shape {shape}")
-    dt = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    shape = _shape(shape)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"managed_empty: dtype must be a numpy dtype (such as np.uint8), got {dtype!r}") from None
+    if dt.hasobject:
+        raise TypeError(f"managed_empty: dtype {dt} holds Python objects, which cannot live in managed memory")
+    nbytes = math.prod(shape) * dt.itemsize
     if nbytes > MAX_MANAGED_BYTES:
         raise ValueError(
-            f"managed_empty: {shape} of {dt} needs {nbytes} bytes; managed arrays are limited to "
+            f"managed_empty: shape {shape} of {dt} needs {nbytes} bytes; managed arrays are limited to "
             f"{MAX_MANAGED_BYTES} bytes (1 GiB), use device arrays (CuPy, PyTorch) for more"
         )
     if not cuda_available() or nbytes == 0:
         return np.empty(shape, dtype=dt)
     raw = _ext.managed_bytes(nbytes)
     return raw.view(dt).reshape(shape)
+
+
+def _shape(shape: Any) -> tuple:
+    """A tuple of ints >= 0 from an int or a sequence of ints (numpy's rule)."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if isinstance(shape, (str, bytes, bytearray)):
+        raise TypeError(f"managed_empty: shape must be an int or a tuple of ints, got {type(shape).__name__}")
+    try:
+        shape = tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"managed_empty: shape must be an int or a tuple of ints, got {shape!r}") from None
+    if any(s < 0 for s in shape):
+        raise ValueError(f"managed_empty: negative dimension in shape {shape}")
+    return shape
 
 
 def is_managed(arr: Any) -> bool:
@@ -462,6 +582,8 @@ def _check_device_index(device: Any, name: str = "device") -> int:
     d = _integer(device, name)
     if d < 0:
         raise ValueError(f"{name} must be a CUDA device index >= 0, got {d}")
+    if d > INT32_MAX:
+        raise ValueError(f"{name} {d} is not a CUDA device index (at most {INT32_MAX})")
     n = device_count()
     if n and d >= n:
         raise ValueError(f"{name} {d} does not exist: {n} CUDA device(s) are usable (0..{n - 1})")
@@ -471,19 +593,21 @@ def _check_device_index(device: Any, name: str = "device") -> int:
 def _check_video_args(vf: Optional[str], backend: str, hwdec: str, inflight: Any,
                       progress: Optional[Callable]) -> str:
     """The checks every video entry point shares; returns vf as a str."""
-    vf = vf or ""
-    if not isinstance(vf, str):
-        raise TypeError(f"vf must be a str (a filter chain such as 'gblur=sigma=2'), got {type(vf).__name__}")
-    if backend not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', got {backend!r}")
-    if hwdec not in ("auto", "nvdec", "none"):
-        raise ValueError(f"hwdec must be 'auto', 'nvdec' or 'none', got {hwdec!r}")
-    n = _integer(inflight, "inflight")
-    if not 1 <= n <= 64:
-        raise ValueError(f"inflight must be between 1 and 64, got {n}")
+    vf = _optional_str(vf, "vf", "a filter chain such as 'gblur=sigma=2'")
+    _choice(backend, "backend", _BACKENDS)
+    _choice(hwdec, "hwdec", _HWDECS)
+    _integer(inflight, "inflight", 1, 64)
     if progress is not None and not callable(progress):
         raise TypeError("progress= must be callable")
     return vf
+
+
+def _check_encode_args(codec: Any, crf: Any, preset: Any) -> tuple:
+    """(codec, crf, preset) as the extension takes them: '' for the default encoder or preset, -1 for its crf."""
+    codec = _optional_str(codec, "codec", "an FFmpeg encoder name such as 'libx264'")
+    preset = _optional_str(preset, "preset", "the encoder's preset name, such as 'fast'")
+    crf = -1 if crf is None else _integer(crf, "crf", 0, 63)
+    return codec, crf, preset
 
 
 def _check_input_exists(src: str, what: str) -> None:
@@ -504,6 +628,8 @@ def _time_seconds(x: Any, name: str) -> Optional[float]:
             return _ext.parse_time(x)
         except ValueError as e:
             raise ValueError(f"{name}: {e}") from None
+    if isinstance(x, (bytes, bytearray)):
+        raise TypeError(f"{name} must be a number of seconds or a str such as '1:02.5', got {type(x).__name__}")
     return _number(x, name)
 
 
@@ -535,23 +661,33 @@ def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional
     fps, media_time_s, duration_s, final. An exception it raises stops the run
     as Ctrl-C does (the frames already done are written as a playable file;
     raised from the final call, the output is complete) and is raised here.
+    Ctrl-C (SIGINT, or any signal whose Python handler raises) stops the run
+    as the CLI's first Ctrl-C does, with or without ``progress``: reading
+    stops, the frames in flight are finished, ``dst`` is written as a
+    playable file holding the frames done so far (nothing is written when no
+    frame was done), and then KeyboardInterrupt (the handler's exception) is
+    raised. The call checks for signals about 20 times a second while the
+    pipeline runs; Python delivers signals to the main thread only, so a call
+    from another thread is not interrupted this way.
+    Paths are str or os.PathLike (bytes paths raise TypeError). Bad arguments
+    raise TypeError (a wrong type) or ValueError (a value out of range) naming
+    the argument, before anything is opened.
     Returns the run's statistics as a dict: frames, fps,
     wall_s, backend, decoder ('cpu' or 'nvdec'), device (-1: none),
     gpu_memory_bytes, filters, input_format, processing_format,
     bounding_stage, stages (busy/blocked seconds per stage), ...
     """
-    src = os.fspath(src)
-    dst = os.fspath(dst)
+    src = _path(src, "src")
+    dst = _path(dst, "dst")
     vf = _check_video_args(vf, backend, hwdec, inflight, progress)
+    codec, crf, preset = _check_encode_args(codec, crf, preset)
     device = _check_device_index(device)
-    _check_input_exists(src, "process_video")
     start = _time_seconds(start, "start")
     duration = _time_seconds(duration, "duration")
-    frames = None if frames is None else _integer(frames, "frames")
-    return _ext.process_video(
-        src, dst, vf, codec or "", -1 if crf is None else int(crf), preset or "", backend, hwdec, device,
-        bool(overwrite), int(inflight), progress, start, duration, frames,
-    )
+    frames = None if frames is None else _integer(frames, "frames", 1, INT64_MAX)
+    _check_input_exists(src, "process_video")
+    return _ext.process_video(src, dst, vf, codec, crf, preset, backend, hwdec, device, bool(overwrite),
+                              int(inflight), progress, start, duration, frames)
 
 
 def process_videos(inputs, outputs=None, *, out_dir=None, vf: str = "gblur=sigma=2", codec: Optional[str] = None,
@@ -578,45 +714,56 @@ def process_videos(inputs, outputs=None, *, out_dir=None, vf: str = "gblur=sigma
     dict: files_total, files_done, files_failed, running, frames, elapsed_s,
     fps (all files together), eta_s (-1 when unknown), final. An exception it
     raises stops the batch and is raised here.
+    Ctrl-C stops the batch as the CLI's does, with or without ``progress``: no
+    new file starts (those not started are not written), each running file
+    stops as in :func:`process_video` (a playable output with the frames done
+    so far, at its final name), and then KeyboardInterrupt is raised (the
+    per-file results are not returned).
     """
     if isinstance(inputs, (str, bytes, os.PathLike)):
         raise TypeError("inputs must be a list of paths (for one file use process_video)")
-    inputs = [os.fspath(p) for p in inputs]
+    inputs = _paths(inputs, "inputs")
     if outputs is not None and out_dir is not None:
         raise ValueError("give outputs= or out_dir=, not both")
     if outputs is None:
         if out_dir is None:
             raise ValueError("give outputs= (one path per input) or out_dir=")
-        out_dir = os.fspath(out_dir)
+        out_dir = _path(out_dir, "out_dir")
         outputs = [os.path.join(out_dir, os.path.basename(p)) for p in inputs]
     else:
-        if isinstance(outputs, (str, bytes, os.PathLike)):
-            raise TypeError("outputs must be a list of paths, one per input")
-        outputs = [os.fspath(p) for p in outputs]
+        outputs = _paths(outputs, "outputs")
         if len(outputs) != len(inputs):
             raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
     vf = _check_video_args(vf, backend, hwdec, inflight, progress)
-    jobs = _integer(jobs, "jobs")
-    if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
-    if isinstance(devices, str):
-        device_list = list(_ext.parse_device_list(devices))  # ValueError for a bad list
-    elif isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
-        device_list = [int(devices)]
-    else:
-        device_list = [_integer(d, "devices entry") for d in devices]
-        if not device_list:
-            raise ValueError("devices is empty; give 'all' or at least one device index")
+    codec, crf, preset = _check_encode_args(codec, crf, preset)
+    jobs = _integer(jobs, "jobs", 1, INT32_MAX)
+    device_list = _device_list(devices)
     # Devices that do not exist, a device listed twice, two inputs with one
     # output, an output that is an input: ValueError from run_batch's checks.
     if out_dir is not None and inputs:
         os.makedirs(out_dir, exist_ok=True)
     if not inputs:
         return []
-    return list(_ext.process_videos(
-        inputs, outputs, vf, codec or "", -1 if crf is None else int(crf), preset or "", backend, hwdec, jobs,
-        device_list, int(inflight), bool(overwrite), progress,
-    ))
+    return list(_ext.process_videos(inputs, outputs, vf, codec, crf, preset, backend, hwdec, jobs, device_list,
+                                    int(inflight), bool(overwrite), progress))
+
+
+def _device_list(devices: Any) -> list:
+    """process_videos' devices=: [] for 'all', else the CUDA device indices (their existence is checked later)."""
+    if isinstance(devices, str):
+        return list(_ext.parse_device_list(devices))  # ValueError for a bad list
+    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        return [_check_device_index(devices, "devices")]
+    what = "devices must be 'all', a CUDA device index, a list of them or a str such as '0,1'"
+    if isinstance(devices, (bytes, bytearray)):
+        raise TypeError(f"{what}; got {type(devices).__name__}")
+    try:
+        entries = list(devices)
+    except TypeError:
+        raise TypeError(f"{what}; got {type(devices).__name__}") from None
+    if not entries:
+        raise ValueError("devices is empty; give 'all' or at least one device index")
+    return [_check_device_index(d, "devices entry") for d in entries]
 
 
 # ---------------------------------------------------------------- frames
@@ -797,16 +944,18 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
     must be finished before you drop the arrays.
 
     Returns a :class:`FrameIterator` (a context manager; ``close()`` stops the
-    pipeline early). A missing input raises FileNotFoundError and a bad
-    argument or filter chain ValueError here; an error while decoding raises
-    from the loop.
+    pipeline early). A missing input raises FileNotFoundError, an argument of
+    the wrong type TypeError and a bad value or filter chain ValueError here;
+    an error while decoding raises from the loop. Ctrl-C while ``next()``
+    waits for a frame raises KeyboardInterrupt at once; the pipeline goes on
+    (no frame is lost: a later ``next()`` returns the next one) until the
+    iterator is closed, e.g. by leaving its ``with`` block.
     """
-    path = os.fspath(path)
+    path = _path(path, "path")
     vf = _check_video_args(vf, backend, hwdec, inflight, None)
     if device is None:
         device = "cuda" if cuda_available() else "cpu"
-    if device not in ("cuda", "cpu"):
-        raise ValueError(f"device must be 'cuda', 'cpu' or None, got {device!r}")
+    _choice(device, "device", ("cuda", "cpu", None))
     if device == "cuda":
         if not cuda_available():
             raise RuntimeError("frames(device='cuda'): no CUDA device is usable here; use device='cpu' or None")
@@ -814,13 +963,11 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
             raise ValueError("hwdec='nvdec' needs the CUDA backend (backend='auto' or 'cuda')")
         if array is None:
             array = _default_device_array()
-        if array not in ("cupy", "torch"):
-            raise ValueError(f"array must be 'cupy' or 'torch' for device='cuda', got {array!r}")
+        _choice(array, "array", ("cupy", "torch"), "for device='cuda'")
     else:
         if array is None:
             array = "numpy"
-        if array not in ("numpy", "torch"):
-            raise ValueError(f"array must be 'numpy' or 'torch' for device='cpu', got {array!r}")
+        _choice(array, "array", ("numpy", "torch"), "for device='cpu'")
     if vf:
         _ext.check_chain(vf)  # ValueError for a bad chain, before anything starts
     _check_input_exists(path, "frames")

@@ -106,7 +106,7 @@ def test_unknown_encoder(clip, tmp_path):
 def test_no_overwrite(clip, tmp_path):
     out = tmp_path / "out.mkv"
     out.write_bytes(b"keep")
-    with pytest.raises(RuntimeError, match="already exists"):
+    with pytest.raises(FileExistsError, match="already exists.*overwrite=True"):
         streamblur.process_video(clip, out, codec="ffv1", overwrite=False)
     assert out.read_bytes() == b"keep"
 
@@ -190,7 +190,7 @@ def test_overwrite_default_agrees_with_the_cli(clip, tmp_path):
     # The CLI refuses an existing output without -y; so do process_video and process_videos by default.
     out = tmp_path / "out.mkv"
     out.write_bytes(b"keep")
-    with pytest.raises(RuntimeError, match="already exists"):
+    with pytest.raises(FileExistsError, match="already exists"):
         streamblur.process_video(clip, out, codec="ffv1")
     assert out.read_bytes() == b"keep"
     results = streamblur.process_videos([clip], [out], codec="ffv1", backend="cpu")
