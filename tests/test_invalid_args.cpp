@@ -80,7 +80,29 @@ const std::vector<ChainRow> kChainRows = {
     {"unknown filter", "sharpen=3", "unknown filter 'sharpen' (see --list-filters)"},
     {"unknown filter after a good one", "gblur,blur", "unknown filter 'blur' (see --list-filters)"},
     {"long name shortened", kLong, "unknown filter '" + kLong.substr(0, 40) + "'... (100 characters) (see --list-filters)"},
-    {"control bytes escaped", "gblur=sigma=a\nb\t\x01", "gblur: option 'sigma' needs a number, got 'a\\nb\\t\\x01'"},
+    {"control bytes escaped", "gblur=sigma=a\nb\t\xff", "gblur: option 'sigma' needs a number, got 'a\\nb\\t\\xff'"},
+    // Text is UTF-8: valid sequences are shown as they are; bytes that form
+    // none, overlong forms, surrogates and C1 controls stay escaped.
+    {"utf8 kept", "gblur=sigma=\xc3\xa9t\xc3\xa9", "gblur: option 'sigma' needs a number, got '\xc3\xa9t\xc3\xa9'"},
+    {"utf8 four bytes kept", "flou\xf0\x9f\x98\x80", "unknown filter 'flou\xf0\x9f\x98\x80' (see --list-filters)"},
+    {"utf8 cut sequence escaped", "gblur=sigma=\xc3(", "gblur: option 'sigma' needs a number, got '\\xc3('"},
+    {"utf8 overlong escaped", "gblur=sigma=\xc0\xaf", "gblur: option 'sigma' needs a number, got '\\xc0\\xaf'"},
+    {"utf8 surrogate escaped", "gblur=sigma=\xed\xa0\x80",
+     "gblur: option 'sigma' needs a number, got '\\xed\\xa0\\x80'"},
+    {"utf8 C1 control refused", "gblur=sigma=\xc2\x85",
+     "filter chain 'gblur=sigma=\\xc2\\x85' has a control character (\\xc2\\x85) at byte 13: only text, spaces, "
+     "tabs and line breaks are allowed"},
+    {"utf8 not cut inside a character", std::string(39, 'x') + "\xc3\xa9z",
+     "unknown filter '" + std::string(39, 'x') + "\xc3\xa9'... (42 characters) (see --list-filters)"},
+    // Control characters and NUL are refused wherever they are (a C string would end at the NUL).
+    {"nul inside", std::string("gblur=sigma=2\0junk", 18),
+     "filter chain 'gblur=sigma=2\\x00junk' has a control character (\\x00) at byte 14: only text, spaces, tabs and "
+     "line breaks are allowed"},
+    {"control character", "gblur=sigma=a\x01",
+     "filter chain 'gblur=sigma=a\\x01' has a control character (\\x01) at byte 14: only text, spaces, tabs and "
+     "line breaks are allowed"},
+    {"unterminated quote", "gblur=regions='faces.jsonl",
+     "unterminated quote in filter chain 'gblur=regions='faces.jsonl': the ' at byte 15 has no closing '"},
     {"unknown option", "gblur=size=3", "gblur: unknown option 'size' (see --help-filter gblur)"},
     {"option of another filter", "boxblur=sigma=2", "boxblur: unknown option 'sigma' (see --help-filter boxblur)"},
     {"sigma above range", "gblur=sigma=500", "gblur: option 'sigma' value '500' is out of range [0.1, 100]"},
@@ -109,7 +131,24 @@ const std::vector<ChainRow> kChainRows = {
     {"empty planes", "gblur=planes=",
      "gblur: bad planes value '' (expected all, a subset of 'yuva', 'rgb', or a mask 0..15)"},
     {"sigmaV between -1 and 0.1", "gblur=sigmaV=0.05",
-     "gblur: option 'sigmaV' must be -1 (same as sigma) or in [0.1, 100]"},
+     "gblur: option 'sigmaV' must be -1 (same as sigma) or in [0.1, 100], got 0.05"},
+    {"sigmaV zero", "gblur=sigmaV=0", "gblur: option 'sigmaV' must be -1 (same as sigma) or in [0.1, 100], got 0"},
+    {"sigmaV negative", "gblur=sigmaV=-0.5",
+     "gblur: option 'sigmaV' must be -1 (same as sigma) or in [0.1, 100], got -0.5"},
+    {"sigmaV tiny negative", "gblur=sigmaV=-1e-300",
+     "gblur: option 'sigmaV' must be -1 (same as sigma) or in [0.1, 100], got -1e-300"},
+    {"unsharp sigmaV negative", "unsharp=sigmaV=-0.5",
+     "unsharp: option 'sigmaV' must be -1 (same as sigma) or in [0.1, 100], got -0.5"},
+    {"unsharp sigmaV zero", "unsharp=sigmaV=0",
+     "unsharp: option 'sigmaV' must be -1 (same as sigma) or in [0.1, 100], got 0"},
+    {"box zero size", "gblur=box=0:0:0:0",
+     "gblur: box=0:0:0:0 has zero width and height (w=0, h=0); w and h must be more than 0"},
+    {"box zero width", "gblur=box=10:10:0:20",
+     "gblur: box=10:10:0:20 has zero width (w=0, h=20); w and h must be more than 0"},
+    {"box zero height", "pixelate=box=10:10:5:0",
+     "pixelate: box=10:10:5:0 has zero height (w=5, h=0); w and h must be more than 0"},
+    {"box negative size", "gblur=box=1:2:-3:4",
+     "gblur: box=1:2:-3:4 has a negative size (w=-3, h=4); w and h must be more than 0"},
     {"unsharp amount", "unsharp=amount=11", "unsharp: option 'amount' value '11' is out of range [-2, 10]"},
     {"unsharp threshold", "unsharp=threshold=-1",
      "unsharp: option 'threshold' value '-1' is out of range [0, 255]"},
@@ -144,6 +183,10 @@ INSTANTIATE_TEST_SUITE_P(Rows, InvalidChain, testing::ValuesIn(kChainRows), row_
 TEST(InvalidHelpFilter, UnknownName) {
   EXPECT_EQ(error_of([] { filter_help("sharpen"); }), "unknown filter 'sharpen' (see --list-filters)");
   EXPECT_EQ(error_of([] { filter_help(""); }), "unknown filter '' (see --list-filters)");
+  // UTF-8 as it is; C1 controls and the line and paragraph separators escaped (the message stays one line).
+  EXPECT_EQ(error_of([] { filter_help("fl\xc3\xbb"); }), "unknown filter 'fl\xc3\xbb' (see --list-filters)");
+  EXPECT_EQ(error_of([] { filter_help("a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xa9"); }),
+            "unknown filter 'a\\xc2\\x85b\\xe2\\x80\\xa8c\\xe2\\x80\\xa9' (see --list-filters)");
 }
 
 // ---------------------------------------------------------------------------

@@ -645,6 +645,34 @@ TEST(IoErrors, TextFile) {
   EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(txt); }), "cannot open input", txt.c_str());
 }
 
+// An mp4 cut short (a copy or a recording that stopped) has lost its 'moov'
+// index, which the muxer writes at the end: FFmpeg says only "Invalid data
+// found"; the message adds what it most likely means.
+TEST(IoErrors, TruncatedMp4SaysItLooksTruncated) {
+  TempDir dir{"streamblur_io_test"};
+  SyntheticClipSpec spec;
+  spec.frames = 10;
+  spec.codec = "mpeg4";
+  for (const char* name : {"cut.mp4", "cut.mov"}) {
+    const std::string p = dir.file(name);
+    write_synthetic_clip(p, spec);
+    ASSERT_NO_THROW(MediaReader r(p));  // whole, it opens
+    fs::resize_file(p, fs::file_size(p) / 2);
+    EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaReader r(p); }), "cannot open input", p.c_str(),
+                             "Invalid data found", "the file looks truncated: no 'moov' index",
+                             "copied or recorded completely");
+  }
+  // Text in a file named .mp4 is invalid data too, but not a cut mp4: no such note.
+  const std::string text = dir.file("notes.mp4");
+  {
+    std::ofstream o(text);
+    for (int i = 0; i < 200; ++i) o << "This is a text file, not a video. Line " << i << ".\n";
+  }
+  const std::string msg = error_of([&] { MediaReader r(text); });
+  EXPECT_ONE_LINE_CONTAINS(msg, "cannot open input", "Invalid data found");
+  EXPECT_FALSE(contains(msg, "truncated")) << msg;
+}
+
 
 TEST(IoErrors, AudioOnlyFile) {
   TempDir dir{"streamblur_io_test"};

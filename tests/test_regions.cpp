@@ -295,10 +295,15 @@ TEST(RegionsFile, EachBadFileSaysFileAndLine) {
                            "not a regular file");
   // A path of bytes that each print as a 4-character escape (found by the
   // fuzzer: the message grew past 400 characters) is cut, escapes included.
-  const std::string odd = "gblur=regions=" + std::string(300, '\x9e') + std::string(1, '\0') + "x";
+  // (The fuzzer's path also held a NUL, which the chain parser now refuses
+  // before any file is read: see RegionTrack::load below for a NUL there.)
+  const std::string odd = "gblur=regions=" + std::string(300, '\x9e') + "x";
   const std::string odd_msg = error_of([&] { parse_filter_chain(odd); });
   EXPECT_ONE_LINE_CONTAINS(odd_msg, "cannot read regions file", "\\x9e", "...");
   EXPECT_LE(odd_msg.size(), 200u) << odd_msg;
+  const std::string odd_nul = error_of([&] { parse_filter_chain(odd + std::string(1, '\0') + "x"); });
+  EXPECT_ONE_LINE_CONTAINS(odd_nul, "control character", "\\x00", "byte 316");
+  EXPECT_LE(odd_nul.size(), 200u) << odd_nul;
   // A box entirely outside the frame: known at configure.
   const std::string outside = dir.file("outside.jsonl");
   write_file(outside, "{\"frame\": 0, \"boxes\": [[0, 0, 8, 8]]}\n{\"frame\": 3, \"boxes\": [[0, 0, 8, 8], [10, 50, 4, 4]]}\n");
@@ -306,6 +311,135 @@ TEST(RegionsFile, EachBadFileSaysFileAndLine) {
   EXPECT_ONE_LINE_CONTAINS(error_of([&] { chain.configure(*native_layout(AV_PIX_FMT_YUV420P, 64, 48), Backend::Cpu); }),
                            outside.c_str(), "line 2", "box 2", "entirely outside the 64x48 frame");
   EXPECT_NO_THROW(chain.configure(*native_layout(AV_PIX_FMT_YUV420P, 64, 60), Backend::Cpu));
+}
+
+// Every error of a regions file is one line "regions file 'PATH', line N: ..."
+// in the library's words: JSON the parser refuses (a number beyond a double
+// included), values of the wrong type, missing keys, sizes not above 0.
+TEST(RegionsFile, EveryLineErrorSaysFileCommaLineInItsOwnWords) {
+  TempDir dir;
+  struct Bad {
+    std::string text;
+    int line;
+    std::string message;  // after "regions file 'PATH', line N: "; a prefix of it when `prefix_only`
+    bool prefix_only = false;
+  };
+  const std::string ok = "{\"frame\": 0, \"boxes\": [[1, 2, 3, 4]]}\n";
+  const std::vector<Bad> cases = {
+      {"{\"frame\": 0, \"boxes\": [[1e400, 2, 3, 4]]}\n", 1,
+       "number 1e400 is out of range (a number here must be within about 1.8e308)"},
+      {ok + "{\"frame\": 1e400, \"boxes\": []}\n", 2,
+       "number 1e400 is out of range (a number here must be within about 1.8e308)"},
+      {ok + "\n{\"pts\": -2e999, \"boxes\": []}\n", 3,
+       "number -2e999 is out of range (a number here must be within about 1.8e308)"},
+      {ok + "{\"frame\": 1, \"boxes\": [[1, 2, 3\n", 2, "malformed JSON: ", true},
+      {"{frame: 0}\n", 1, "malformed JSON: ", true},
+      {"{\"frame\": \"3\", \"boxes\": []}\n", 1, "\"frame\" must be a whole number from 0, got \"3\""},
+      {"{\"frame\": 1.5, \"boxes\": []}\n", 1, "\"frame\" must be a whole number from 0, got 1.5"},
+      {"{\"pts\": \"soon\", \"boxes\": []}\n", 1, "\"pts\" must be a number of seconds, got \"soon\""},
+      {"{\"frame\": 0, \"boxes\": {\"x\": 1}}\n", 1, "\"boxes\" must be a list, got {\"x\":1}"},
+      {"{\"frame\": 0, \"boxes\": [[1, \"2\", 3, 4]]}\n", 1, "box 1: x, y, w and h must be numbers, got [1,\"2\",3,4]"},
+      {"{\"frame\": 0, \"boxes\": [[1, 2, 3, 4, 7]]}\n", 1,
+       "box 1: the fifth value (the label) must be a string, got 7"},
+      {"\"just a string\"\n", 1, "expected a JSON object such as {\"frame\": 0, \"boxes\": [[x, y, w, h]]}"},
+      {ok + "{\"boxes\": []}\n", 2, "needs \"frame\" (index from 0) or \"pts\" (seconds)"},
+      {"{\"frame\": 0}\n", 1, "no \"boxes\" (a list of [x, y, w, h] or [x, y, w, h, \"label\"])"},
+      {"{\"frame\": 0, \"boxes\": [[1, 2, -3, 4]]}\n", 1,
+       "box 1 has a negative size (w=-3, h=4); w and h must be more than 0"},
+      {ok + "{\"frame\": 2, \"boxes\": [[1, 2, 3, 4], [5, 6, 7, -0.5]]}\n", 2,
+       "box 2 has a negative size (w=7, h=-0.5); w and h must be more than 0"},
+      // Zero-size boxes are refused as box=0:0:0:0 is, not skipped.
+      {"{\"frame\": 0, \"boxes\": [[1, 2, 0, 4]]}\n", 1, "box 1 has zero width (w=0, h=4); w and h must be more than 0"},
+      {"{\"frame\": 0, \"boxes\": [[1, 2, 3, 0]]}\n", 1, "box 1 has zero height (w=3, h=0); w and h must be more than 0"},
+      {"{\"frame\": 0, \"boxes\": [[0, 0, 0, 0, \"face\"]]}\n", 1,
+       "box 1 has zero width and height (w=0, h=0); w and h must be more than 0"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = dir.file("bad" + std::to_string(i) + ".jsonl");
+    write_file(path, cases[i].text);
+    const std::string msg = error_of([&] { parse_filter_chain("gblur=regions=" + path); });
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + msg);
+    const std::string want = "regions file '" + path + "', line " + std::to_string(cases[i].line) + ": " + cases[i].message;
+    EXPECT_EQ(msg.find('\n'), std::string::npos);
+    if (cases[i].prefix_only) {
+      EXPECT_EQ(msg.substr(0, want.size()), want);
+      EXPECT_GT(msg.size(), want.size());  // with the JSON parser's reason
+      EXPECT_FALSE(contains(msg, "json.exception")) << msg;
+    } else {
+      EXPECT_EQ(msg, want);
+    }
+    // The same from RegionTrack::load, which the Python module and the CLI reach too.
+    EXPECT_EQ(error_of([&] { RegionTrack::load(path); }), msg);
+  }
+  // A NUL in a path would end it early for the OS: refused, not cut.
+  const std::string nul_path = dir.file("bad0.jsonl") + std::string(1, '\0') + "x";
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { RegionTrack::load(nul_path); }), "regions file", "NUL");
+}
+
+// FFmpeg's quoting and escaping (av_get_token) reach a regions path: a ':' or
+// ',' in it escaped with '\' or inside '...'.
+TEST(RegionOptions, PathsWithColonsAndCommasQuotedOrEscaped) {
+  TempDir dir;
+  const std::string base = dir.path().string();
+  std::filesystem::create_directories(dir.path() / "dir:x");
+  const std::string colon = base + "/dir:x/faces.jsonl";
+  write_file(colon, "{\"frame\": 0, \"boxes\": [[1, 2, 3, 4]]}\n");
+  const std::string comma = base + "/a,b:c.jsonl";
+  write_file(comma, "{\"frame\": 0, \"boxes\": [[1, 2, 3, 4]]}\n{\"frame\": 5, \"boxes\": []}\n");
+
+  auto chain = parse_filter_chain("gblur=regions=" + base + "/dir\\:x/faces.jsonl:sigma=3");
+  ASSERT_EQ(chain.size(), 1u);
+  ASSERT_TRUE(chain[0].regions);
+  EXPECT_EQ(chain[0].regions->file, colon);
+  ASSERT_TRUE(chain[0].regions->track);
+  EXPECT_EQ(chain[0].regions->track->name(), colon);
+  EXPECT_EQ(chain[0].regions->track->keyframes().size(), 1u);
+  EXPECT_EQ(chain[0].values.at("sigma"), 3);
+
+  chain = parse_filter_chain("gblur=regions='" + base + "/a,b:c.jsonl',boxblur=1");
+  ASSERT_EQ(chain.size(), 2u);
+  ASSERT_TRUE(chain[0].regions && chain[0].regions->track);
+  EXPECT_EQ(chain[0].regions->file, comma);
+  EXPECT_EQ(chain[0].regions->track->keyframes().size(), 2u);
+  EXPECT_FALSE(chain[1].regions);
+  EXPECT_EQ(chain[1].values.at("radius"), 1);
+
+  // Escapes and a quoted part mixed in one value; a box after it still takes its four values.
+  chain = parse_filter_chain("pixelate=block=4:regions=" + base + "/a\\,b':c.jsonl':box=1:2:3:4");
+  ASSERT_TRUE(chain[0].regions && chain[0].regions->track);
+  EXPECT_EQ(chain[0].regions->file, comma);
+  ASSERT_EQ(chain[0].regions->boxes.size(), 1u);
+  EXPECT_EQ(chain[0].regions->boxes[0].h, 4);
+  EXPECT_EQ(chain[0].values.at("block"), 4);
+
+  // Unescaped, the ':' still ends the value: the path is cut there and the rest is an option.
+  const std::string cut = "'" + base + "/dir'";
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { parse_filter_chain("gblur=regions=" + colon); }), "cannot read regions file",
+                           cut.c_str());
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { parse_filter_chain("gblur=regions='" + colon); }), "unterminated quote");
+
+  // The take_region_options entry point follows the same rules and leaves the rest as written.
+  std::string rest = "sigma='2':regions=" + base + "/dir\\:x/faces.jsonl:planes=y";
+  const auto spec = take_region_options("gblur", rest);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->file, colon);
+  EXPECT_EQ(rest, "sigma='2':planes=y");
+}
+
+// Names in messages are UTF-8 as given (not \xc3\xa9); bytes that are not
+// UTF-8 and control characters are still escaped.
+TEST(RegionsFile, NonAsciiPathsPrintAsUtf8) {
+  TempDir dir;
+  const std::string missing = dir.file("visages_\xc3\xa9t\xc3\xa9.jsonl");
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { parse_filter_chain("gblur=regions=" + missing); }),
+                           "cannot read regions file", missing.c_str(), "No such file");
+  const std::string named = dir.file("r\xc3\xa9gions.jsonl");
+  write_file(named, "{\"frame\": 0, \"boxes\": [[1, 2, 3, 4, \"\xc3\xa9l\xc3\xa8ve\"], [1, 2, 3, 4, \"\xc3\xa9l\xc3\xa8ve\"]]}\n");
+  EXPECT_EQ(error_of([&] { parse_filter_chain("gblur=regions=" + named); }),
+            "regions file '" + named + "', line 1: label \"\xc3\xa9l\xc3\xa8ve\" appears twice");
+  const std::string bad = dir.file("bad\xff\x01.jsonl");
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { RegionTrack::load(bad); }), "cannot read regions file",
+                           "bad\\xff\\x01.jsonl");
 }
 
 // ---------------------------------------------------------------------------

@@ -553,3 +553,104 @@ TEST(Registry, EveryOptionRowReachesItsFilter) {
 
 INSTANTIATE_TEST_SUITE_P(Registry, RegistryFilter, ::testing::ValuesIn(registry_cases()),
                          [](const auto& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------
+// The chain's text: control characters, and FFmpeg's quoting and escaping
+// (av_get_token: '\' takes the next character as it is, '...' a span, no
+// escapes inside) at both levels, the chain's ',' and the options' ':' / '='.
+// ---------------------------------------------------------------------------
+
+// A NUL inside the spec (Python's Chain('gblur=sigma=2\x00junk')) is refused,
+// not read as the end of the text.
+TEST(ChainText, NulAndControlCharactersAreRefused) {
+  const std::string with_nul = std::string("gblur=sigma=2") + '\0' + "junk";
+  ASSERT_EQ(with_nul.size(), 18u);
+  const std::string msg = error_of([&] { parse_filter_chain(with_nul); });
+  EXPECT_ONE_LINE_CONTAINS(msg, "control character", "\\x00", "byte 14", "gblur=sigma=2\\x00junk");
+  // A NUL at the very end, and one inside a regions path (which the OS would cut there).
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain(std::string("boxblur=3\0", 10)); }), "control character",
+                           "\\x00", "byte 10");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain(std::string("gblur=regions=a.jsonl\0.x", 24)); }),
+                           "control character", "byte 22");
+  for (const char c : {'\x01', '\x1b', '\x7f'}) {
+    const std::string spec = std::string("gblur=sigma=2") + c;
+    SCOPED_TRACE(int(c));
+    EXPECT_ONE_LINE_CONTAINS(error_of([&] { parse_filter_chain(spec); }), "control character");
+  }
+  // Spaces, tabs and line breaks are layout, as in FFmpeg (its WHITESPACES).
+  const auto chain = parse_filter_chain(" gblur = sigma = 2 ,\n\tboxblur=3\r\n");
+  ASSERT_EQ(chain.size(), 2u);
+  EXPECT_EQ(chain[0].values.at("sigma"), 2);
+  EXPECT_EQ(chain[1].values.at("radius"), 3);
+}
+
+TEST(ChainText, QuotesAndBackslashesAsInFfmpeg) {
+  // Quoted and escaped values reach the option table without their quoting.
+  auto chain = parse_filter_chain("gblur=sigma='2.5':planes=\\y");
+  ASSERT_EQ(chain.size(), 1u);
+  EXPECT_EQ(chain[0].values.at("sigma"), 2.5);
+  EXPECT_EQ(chain[0].values.at("planes"), double(kCompY));
+  chain = parse_filter_chain("boxblur='3':'uv'");  // positional, quoted
+  EXPECT_EQ(chain[0].values.at("radius"), 3);
+  EXPECT_EQ(chain[0].values.at("planes"), double(kCompU | kCompV));
+  // A quoted ',' does not end the filter; an unquoted one after the quote does.
+  chain = parse_filter_chain("gblur=planes='y',boxblur=radius=1");
+  ASSERT_EQ(chain.size(), 2u);
+  EXPECT_EQ(chain[1].values.at("radius"), 1);
+  // An escaped ',' or ':' is part of the value (and so not a number here).
+  EXPECT_EQ(error_of([] { parse_filter_chain("gblur=sigma=2\\,boxblur"); }),
+            "gblur: option 'sigma' needs a number, got '2,boxblur'");
+  EXPECT_EQ(error_of([] { parse_filter_chain("gblur=sigma='2:3'"); }), "gblur: option 'sigma' needs a number, got '2:3'");
+  EXPECT_EQ(error_of([] { parse_filter_chain("gblur=sigma=2\\:3"); }), "gblur: option 'sigma' needs a number, got '2:3'");
+  // An escaped '=' makes a positional value, not a key.
+  EXPECT_EQ(error_of([] { parse_filter_chain("gblur=sigma\\=2"); }), "gblur: option 'sigma' needs a number, got 'sigma=2'");
+  // No escapes inside quotes: the backslash stays, the quote closes.
+  EXPECT_EQ(error_of([] { parse_filter_chain("gblur=sigma='2\\'"); }), "gblur: option 'sigma' needs a number, got '2\\\\'");
+  // Quoted spaces are kept, unquoted ones around a value are not.
+  EXPECT_EQ(error_of([] { parse_filter_chain("gblur=planes=' y'"); }),
+            "gblur: bad planes value ' y' (expected all, a subset of 'yuva', 'rgb', or a mask 0..15)");
+  EXPECT_EQ(parse_filter_chain("gblur=planes= y ")[0].values.at("planes"), double(kCompY));
+}
+
+TEST(ChainText, UnterminatedQuoteIsAnError) {
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma='2"); }), "unterminated quote", "byte 13",
+                           "gblur=sigma='2");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma=2,boxblur='1,pixelate"); }),
+                           "unterminated quote", "byte 23");
+  // An escaped quote opens nothing.
+  EXPECT_EQ(error_of([] { parse_filter_chain("gblur=sigma=\\'2"); }), "gblur: option 'sigma' needs a number, got ''2'");
+}
+
+// What the fuzzer checks (tests/fuzz/fuzz_filter_spec.cpp), over its saved
+// findings and random text made of the syntax's pieces: a spec parses or
+// throws std::invalid_argument with one short line, nothing else.
+TEST(ChainText, AnyTextGivesOneShortLine) {
+  std::vector<std::string> specs;
+  const std::filesystem::path saved = std::filesystem::path(__FILE__).parent_path() / "fuzz/regressions/filter_spec";
+  if (std::filesystem::is_directory(saved))
+    for (const auto& e : std::filesystem::directory_iterator(saved)) specs.push_back(bytes_of(e.path().string()));
+  static const char* const kPieces[] = {"gblur", "boxblur", "unsharp", "pixelate", "=", ":", ",", "'", "\\", " ",
+                                        "\n", "sigma", "regions", "box", "1", "-1", "0", "2.5", "1e400", "\xc3\xa9",
+                                        "\xc3", "\x9e", "\xe2\x80\xa8", "" /* a NUL */, "\x01", "y"};
+  std::mt19937 rng(fresh_seed());
+  for (int n = 0; n < 20000; ++n) {
+    std::string s;
+    for (int k = rng() % 12; k >= 0; --k) {
+      const std::size_t i = rng() % std::size(kPieces);
+      s += i == 23 ? std::string(1, '\0') : std::string(kPieces[i]);
+    }
+    specs.push_back(s);
+  }
+  specs.push_back(std::string(3000, '\'') + "'");
+  specs.push_back("gblur=regions=" + std::string(5000, '\x9e'));
+  for (const std::string& spec : specs) {
+    try {
+      parse_filter_chain(spec);
+    } catch (const std::invalid_argument& e) {
+      const std::string msg = e.what();
+      ASSERT_FALSE(msg.empty()) << testing::PrintToString(spec);
+      ASSERT_EQ(msg.find('\n'), std::string::npos) << testing::PrintToString(spec) << ": " << msg;
+      ASSERT_LE(msg.size(), 400u) << testing::PrintToString(spec) << ": " << msg;
+    }
+  }
+}

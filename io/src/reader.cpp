@@ -9,8 +9,10 @@ extern "C" {
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
@@ -31,6 +33,43 @@ constexpr int kNvdecThreads = 4;
 constexpr int kMaxPrintedWarnings = 20;
 
 std::string in_quotes(const std::string& path) { return "'" + path + "'"; }
+
+// Whether `path` is an ISO BMFF file (mp4, mov, m4v, 3gp, ...: a run of
+// top-level boxes, the first an 'ftyp' or one that QuickTime files start with)
+// that holds no 'moov' box. 'moov' is the index the demuxer cannot do without,
+// and muxers write it last, so a copy or a recording cut short lacks it; FFmpeg
+// then logs "moov atom not found" and returns only AVERROR_INVALIDDATA.
+bool iso_media_without_moov(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  std::ifstream f(path, std::ios::binary);
+  if (ec || !f) return false;
+  auto big_endian = [](const unsigned char* b, int n) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v = v << 8 | b[i];
+    return v;
+  };
+  std::uint64_t at = 0;
+  for (int n = 0; at + 8 <= size; ++n) {
+    if (n == 100000) return false;  // real files hold a handful of top-level boxes
+    unsigned char h[16];
+    f.seekg(static_cast<std::streamoff>(at));
+    if (!f.read(reinterpret_cast<char*>(h), 8)) return false;
+    const std::string type(reinterpret_cast<const char*>(h + 4), 4);
+    if (type == "moov") return false;
+    if (n == 0 && type != "ftyp" && type != "mdat" && type != "wide" && type != "free" && type != "skip") return false;
+    std::uint64_t box = big_endian(h, 4);
+    if (box == 1) {  // a 64-bit size follows the type
+      if (!f.read(reinterpret_cast<char*>(h + 8), 8)) return true;  // cut inside the box header
+      box = big_endian(h + 8, 8);
+    } else if (box == 0) {
+      box = size - at;  // the last box, to the end of the file
+    }
+    if (box < 8) return false;  // not a box: damaged, or not this format at all
+    at += box;
+  }
+  return true;  // the boxes run to (or past) the end of the file without a 'moov'
+}
 
 // A damaged stream can carry colour tags outside FFmpeg's enums (colorspace
 // 17, say); C++ may not even load such a value as the enum type. Read the raw
@@ -77,13 +116,17 @@ std::string seconds_text(double s) {
 }  // namespace
 
 void check_span(const ReadSpan& span) {
+  // 1e12 s is about 31,700 years: past any real timestamp, and well inside
+  // the microsecond int64 that FFmpeg seeks with.
+  const std::string range = " seconds (about 31,700 years)";
   if (span.start_seconds && !(std::isfinite(*span.start_seconds) && *span.start_seconds >= 0 &&
-                              *span.start_seconds < kMaxSpanSeconds))
-    throw std::invalid_argument("the start time must be 0 or more seconds, got " + seconds_text(*span.start_seconds));
+                              *span.start_seconds <= kMaxSpanSeconds))
+    throw std::invalid_argument("the start time must be from 0 to at most " + seconds_text(kMaxSpanSeconds) + range +
+                                ", got " + seconds_text(*span.start_seconds));
   if (span.duration_seconds && !(std::isfinite(*span.duration_seconds) && *span.duration_seconds > 0 &&
-                                 *span.duration_seconds < kMaxSpanSeconds))
-    throw std::invalid_argument("the duration must be more than 0 seconds, got " +
-                                seconds_text(*span.duration_seconds));
+                                 *span.duration_seconds <= kMaxSpanSeconds))
+    throw std::invalid_argument("the duration must be more than 0 and at most " + seconds_text(kMaxSpanSeconds) +
+                                range + ", got " + seconds_text(*span.duration_seconds));
   if (span.max_frames && *span.max_frames < 1)
     throw std::invalid_argument("the frame limit must be at least 1, got " + std::to_string(*span.max_frames));
 }
@@ -169,6 +212,8 @@ void MediaReader::Impl::open() {
     std::string ctx = "cannot open input " + in_quotes(path);
     if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec)
       ctx += " (the file is empty)";
+    else if (rc == AVERROR_INVALIDDATA && !options.custom_io && iso_media_without_moov(path))
+      ctx += " (the file looks truncated: no 'moov' index; was it copied or recorded completely?)";
     throw_av_error(rc, "avformat_open_input", __FILE__, __LINE__, ctx);
   }
   fmt.reset(raw);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 #include "streamblur/kernels/cpu_blur.hpp"
@@ -66,6 +67,21 @@ std::size_t sum_device_bytes(const std::array<std::unique_ptr<GpuBlur>, 4>& plan
   for (const auto& g : planes)
     if (g) n += g->device_bytes();
   return n;
+}
+
+// The vertical sigma of gblur and unsharp: exactly -1 means "same as sigma"
+// (the option's default); any other value is a sigma of its own. The option
+// row's range starts at -1 so that the default passes it: values between -1
+// and the smallest sigma (-0.5, -1e-300, 0) are refused here.
+double vertical_sigma(const char* filter, double sigma, double sigma_v) {
+  if (sigma_v == -1) return sigma;
+  if (!(sigma_v >= kMinSigma && sigma_v <= kMaxSigma)) {
+    std::ostringstream s;
+    s << filter << ": option 'sigmaV' must be -1 (same as sigma) or in [" << kMinSigma << ", " << kMaxSigma
+      << "], got " << sigma_v;
+    throw std::invalid_argument(s.str());
+  }
+  return sigma_v;
 }
 
 // A radius on a plane subsampled by 2^log2 (-1, "from sigma", stays -1).
@@ -294,10 +310,8 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
 class GaussianFilter final : public SeparableFilter<GaussianFilter, cpu::GaussianBlur, cuda::GaussianBlur> {
  public:
   explicit GaussianFilter(const GblurOptions& o)
-      : SeparableFilter("gblur", o), sigma_(o.sigma), sigma_v_(o.sigma_v < 0 ? o.sigma : o.sigma_v),
+      : SeparableFilter("gblur", o), sigma_(o.sigma), sigma_v_(vertical_sigma("gblur", o.sigma, o.sigma_v)),
         radius_(o.radius) {
-    if (o.sigma_v >= 0 && o.sigma_v < kMinSigma)
-      throw std::invalid_argument("gblur: option 'sigmaV' must be -1 (same as sigma) or in [0.1, 100]");
     gaussian_radius(sigma_, radius_);  // range checks now
   }
   std::string describe() const override {
@@ -338,7 +352,7 @@ class BoxFilter final : public SeparableFilter<BoxFilter, cpu::BoxBlur, cuda::Bo
 class UnsharpFilter final : public SeparableFilter<UnsharpFilter, cpu::Unsharp, cuda::Unsharp> {
  public:
   explicit UnsharpFilter(const UnsharpOptions& o)
-      : SeparableFilter("unsharp", o), sigma_(o.sigma), sigma_v_(o.sigma_v < 0 ? o.sigma : o.sigma_v),
+      : SeparableFilter("unsharp", o), sigma_(o.sigma), sigma_v_(vertical_sigma("unsharp", o.sigma, o.sigma_v)),
         amount_(o.amount), threshold_(o.threshold) {
     UnsharpParams p;
     p.sigma_x = sigma_;

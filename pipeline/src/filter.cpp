@@ -5,11 +5,18 @@
 #include "streamblur/kernels/cpu_blur.hpp"
 #include "streamblur/kernels/cuda_blur.hpp"
 
+extern "C" {
+#include <libavutil/avstring.h>
+#include <libavutil/mem.h>
+}
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 
@@ -21,28 +28,31 @@ namespace {
 
 [[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
 
-// User text inside an error message: quoted, control and non-ASCII bytes
-// escaped (so the message stays one line), and shortened to `max` characters
-// of the original with its length said (a 100 KB spec is not echoed whole).
+// User text inside an error message: quoted, control characters and bytes
+// that are not UTF-8 escaped (so the message stays one line; UTF-8 text is
+// shown as it is), and shortened to about `max` bytes, of the original and of
+// what is shown (escapes count), never inside a character, with its length
+// said (a 100 KB spec, or 300 escaped bytes, are not echoed whole).
 std::string quoted(const std::string& text, std::size_t max = 40) {
   std::string out = "'";
-  const std::size_t n = std::min(text.size(), max);
-  for (std::size_t i = 0; i < n; ++i) {
+  std::size_t i = 0;
+  while (i < text.size() && i < max && out.size() <= max) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
+    const std::size_t n = chain_text::printable_length(text, i);
     if (c == '\\') out += "\\\\";
+    else if (n > 0) out.append(text, i, n);
     else if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
     else if (c == '\r') out += "\\r";
-    else if (c < 0x20 || c >= 0x7f) {
+    else {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
-    } else {
-      out += static_cast<char>(c);
     }
+    i += n > 0 ? n : 1;
   }
   out += "'";
-  if (text.size() > max) out += "... (" + std::to_string(text.size()) + " characters)";
+  if (i < text.size()) out += "... (" + std::to_string(text.size()) + " characters)";
   return out;
 }
 
@@ -99,21 +109,49 @@ double parse_value(const std::string& filter, const OptionSpec& o, const std::st
   return v;
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) { out.push_back(cur); cur.clear(); }
-    else cur += c;
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\n\r");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\n\r") - a + 1);
+}
+
+// The escaped form of byte or character `n` bytes long at text[at], for messages.
+std::string escaped(const std::string& text, std::size_t at, std::size_t n) {
+  std::string out;
+  for (std::size_t k = at; k < at + n && k < text.size(); ++k) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(text[k]));
+    out += buf;
   }
-  out.push_back(cur);
   return out;
 }
 
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t\n");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\n") - a + 1);
+// What the syntax cannot take. Control characters: FFmpeg's whitespace
+// (" \n\t\r") is layout; any other (C0, DEL, C1) is refused, a NUL above all,
+// which would end the text for FFmpeg and the OS (Chain('gblur=sigma=2\x00junk')
+// ran as sigma=2; a regions path would be cut short). Quotes: av_get_token
+// takes an unterminated quote to the end of the text; here it is a mistake.
+void check_chain_text(const std::string& spec) {
+  for (std::size_t i = 0; i < spec.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(spec[i]);
+    const bool c0 = (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f;
+    const bool c1 = c == 0xc2 && i + 1 < spec.size() && static_cast<unsigned char>(spec[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(spec[i + 1]) < 0xa0;
+    if (c0 || c1)
+      fail("filter chain " + quoted(spec) + " has a control character (" + escaped(spec, i, c1 ? 2 : 1) + ") at byte " +
+           std::to_string(i + 1) + ": only text, spaces, tabs and line breaks are allowed");
+  }
+  for (std::size_t i = 0; i < spec.size(); ++i) {
+    if (spec[i] == '\\') {
+      ++i;  // the next character is taken as it is
+    } else if (spec[i] == '\'') {
+      const std::size_t close = spec.find('\'', i + 1);
+      if (close == std::string::npos)
+        fail("unterminated quote in filter chain " + quoted(spec) + ": the ' at byte " + std::to_string(i + 1) +
+             " has no closing '");
+      i = close;
+    }
+  }
 }
 
 const char* type_name(OptionType t) {
@@ -162,44 +200,111 @@ std::string filter_help(const std::string& name) {
   return s.str();
 }
 
+namespace chain_text {
+
+// FFmpeg's filtergraph tokenizer is av_get_token (libavutil/avstring.h): from
+// *buf it skips whitespace, takes characters up to the first of `term` that is
+// neither quoted ('...') nor escaped ('\'), undoes the quoting and escaping,
+// drops the unquoted whitespace at the end, and leaves *buf at the terminator.
+// split() stops where it stops (its scan, without its copy: av_get_token
+// allocates the whole rest of the text per token, which on a long chain of
+// many filters adds up); unquote() is av_get_token itself.
+std::vector<std::string> split(const std::string& text, const char* separators) {
+  std::vector<std::string> pieces;
+  std::size_t start = 0, i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c != '\0' && std::strchr(separators, c) != nullptr) {
+      pieces.push_back(text.substr(start, i - start));
+      start = ++i;
+    } else if (c == '\\') {
+      i += i + 1 < text.size() ? 2 : 1;  // the next character as it is
+    } else if (c == '\'') {
+      const std::size_t close = text.find('\'', i + 1);  // no escapes inside quotes
+      i = close == std::string::npos ? text.size() : close + 1;
+    } else {
+      ++i;
+    }
+  }
+  pieces.push_back(text.substr(start));
+  return pieces;
+}
+
+std::string unquote(const std::string& text) {
+  const char* p = text.c_str();
+  const std::unique_ptr<char, void (*)(void*)> token(av_get_token(&p, ""), &av_free);
+  if (!token) throw std::bad_alloc();
+  return token.get();
+}
+
+std::size_t printable_length(const std::string& text, std::size_t at) {
+  const auto byte = [&](std::size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0u; };
+  const unsigned c = byte(at);
+  if (c < 0x80) return c >= 0x20 && c != 0x7f ? 1 : 0;
+  const std::size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;  // 0x80..0xbf start nothing
+  if (n == 0) return 0;
+  unsigned code = c & (0x7fu >> n);
+  for (std::size_t k = 1; k < n; ++k) {
+    const unsigned b = byte(at + k);
+    if ((b & 0xc0) != 0x80) return 0;
+    code = code << 6 | (b & 0x3f);
+  }
+  static constexpr unsigned kSmallest[5] = {0, 0, 0x80, 0x800, 0x10000};  // shorter forms are overlong
+  if (code < kSmallest[n] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return 0;
+  if (code < 0xa0 || code == 0x2028 || code == 0x2029) return 0;  // C1 controls, line and paragraph separators
+  return n;
+}
+
+}  // namespace chain_text
+
+namespace {
+
+// One filter of the chain: "name" or "name=options", trimmed, not empty.
+FilterInstanceSpec parse_filter(const std::string& item) {
+  const std::vector<std::string> parts = chain_text::split(item, "=");
+  const std::string name = chain_text::unquote(parts[0]);
+  const FilterInfo* info = find_filter(name);
+  if (!info) fail("unknown filter " + quoted(name) + " (see --list-filters)");
+  FilterInstanceSpec inst{info, {}, nullptr};
+  for (const OptionSpec& o : info->options) inst.values[o.name] = o.default_value;
+  const bool has_options = parts.size() > 1;
+  std::string options = has_options ? item.substr(parts[0].size() + 1) : "";
+  inst.regions = take_region_options(info->name, options);  // regions=, box=, ... (regions.cpp)
+  if (!has_options || (inst.regions && options.empty())) return inst;
+  size_t position = 0;
+  bool named_seen = false;
+  for (const std::string& token : chain_text::split(options, ":")) {
+    const std::vector<std::string> kv = chain_text::split(token, "=");
+    const OptionSpec* opt = nullptr;
+    std::string value;
+    if (kv.size() == 1) {  // positional
+      value = chain_text::unquote(token);
+      if (named_seen) fail(info->name + ": positional value " + quoted(value) + " after a named option");
+      if (position >= info->options.size()) fail(info->name + ": too many values (" + quoted(value) + ")");
+      opt = &info->options[position++];
+    } else {
+      named_seen = true;
+      const std::string key = chain_text::unquote(kv[0]);
+      value = chain_text::unquote(token.substr(kv[0].size() + 1));
+      for (const OptionSpec& o : info->options)
+        if (o.name == key) opt = &o;
+      if (!opt) fail(info->name + ": unknown option " + quoted(key) + " (see --help-filter " + info->name + ")");
+    }
+    inst.values[opt->name] = parse_value(info->name, *opt, value);
+  }
+  return inst;
+}
+
+}  // namespace
+
 std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec) {
+  check_chain_text(spec);
   std::vector<FilterInstanceSpec> chain;
   if (trim(spec).empty()) return chain;
-  for (const std::string& raw : split(spec, ',')) {
+  for (const std::string& raw : chain_text::split(spec, ",")) {
     const std::string item = trim(raw);
     if (item.empty()) fail("empty filter in chain " + quoted(spec) + " (a ',' with nothing before or after it)");
-    const size_t eq = item.find('=');
-    const std::string name = trim(item.substr(0, eq));
-    const FilterInfo* info = find_filter(name);
-    if (!info) fail("unknown filter " + quoted(name) + " (see --list-filters)");
-    FilterInstanceSpec inst{info, {}, nullptr};
-    for (const OptionSpec& o : info->options) inst.values[o.name] = o.default_value;
-    std::string options = eq == std::string::npos ? "" : item.substr(eq + 1);
-    inst.regions = take_region_options(info->name, options);  // regions=, box=, ... (regions.cpp)
-    if (eq != std::string::npos && !(inst.regions && options.empty())) {
-      size_t position = 0;
-      bool named_seen = false;
-      for (const std::string& kv_raw : split(options, ':')) {
-        const std::string kv = trim(kv_raw);
-        const size_t e = kv.find('=');
-        const OptionSpec* opt = nullptr;
-        std::string value;
-        if (e == std::string::npos) {  // positional
-          if (named_seen) fail(info->name + ": positional value " + quoted(kv) + " after a named option");
-          if (position >= info->options.size()) fail(info->name + ": too many values (" + quoted(kv) + ")");
-          opt = &info->options[position++];
-          value = kv;
-        } else {
-          named_seen = true;
-          const std::string key = trim(kv.substr(0, e));
-          value = trim(kv.substr(e + 1));
-          for (const OptionSpec& o : info->options)
-            if (o.name == key) opt = &o;
-          if (!opt) fail(info->name + ": unknown option " + quoted(key) + " (see --help-filter " + info->name + ")");
-        }
-        inst.values[opt->name] = parse_value(info->name, *opt, value);
-      }
-    }
+    FilterInstanceSpec inst = parse_filter(item);
     inst.info->create(inst.values);  // validates option combinations now, not at the first frame
     chain.push_back(std::move(inst));
   }

@@ -34,17 +34,20 @@ std::string number(double v) {
   return s.str();
 }
 
-// User text in a message: printable ASCII kept, the rest escaped, cut so that
-// what is shown (escapes included) stays within `max` characters plus "...",
-// so every message stays one short line whatever bytes a path or value holds.
+// User text in a message: printable text (UTF-8) kept, control characters
+// and bytes that are not UTF-8 escaped, cut (never inside a character) so that
+// what is shown (escapes included) stays within `max` bytes plus "...", so
+// every message stays one short line whatever bytes a path or value holds.
 std::string shown(const std::string& text, std::size_t max = 60) {
   std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    char buf[8] = {static_cast<char>(c), 0};
-    if (c < 0x20 || c >= 0x7f) std::snprintf(buf, sizeof buf, "\\x%02x", c);
-    if (out.size() + std::strlen(buf) > max) return out + "...";
-    out += buf;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = chain_text::printable_length(text, i);
+    char buf[8] = {};
+    if (n == 0) std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(text[i]));
+    const std::string piece = n > 0 ? text.substr(i, n) : std::string(buf);
+    if (out.size() + piece.size() > max) return out + "...";
+    out += piece;
+    i += n > 0 ? n : 1;
   }
   return out;
 }
@@ -55,13 +58,18 @@ std::string trim(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out(1);
-  for (char c : s) {
-    if (c == sep) out.emplace_back();
-    else out.back() += c;
-  }
-  return out;
+// What is wrong with a box's size, or "" when w and h are both above 0.
+std::string size_problem(double w, double h) {
+  if (w < 0 || h < 0) return "a negative size";
+  if (!(w > 0) && !(h > 0)) return "zero width and height";
+  if (!(w > 0)) return "zero width";
+  if (!(h > 0)) return "zero height";
+  return "";
+}
+
+std::string size_message(const std::string& which, const LabeledBox& b) {
+  return which + " has " + size_problem(b.w, b.h) + " (w=" + number(b.w) + ", h=" + number(b.h) +
+         "); w and h must be more than 0";
 }
 
 std::string box_text(const LabeledBox& b) {
@@ -76,7 +84,8 @@ std::string box_text(const LabeledBox& b) {
 
 class FileError {
  public:
-  FileError(const std::string& name, int line) : prefix_("regions file '" + shown(name, 120) + "' line " + std::to_string(line) + ": ") {}
+  FileError(const std::string& name, int line)
+      : prefix_("regions file '" + shown(name, 120) + "', line " + std::to_string(line) + ": ") {}
   [[noreturn]] void operator()(const std::string& msg) const { fail(prefix_ + msg); }
 
  private:
@@ -99,7 +108,7 @@ LabeledBox parse_box(const nlohmann::json& j, std::size_t index, int line, const
     if (!j[4].is_string()) error(which + ": the fifth value (the label) must be a string, got " + shown(j[4].dump(), 40));
     b.label = j[4].get<std::string>();
   }
-  if (b.w < 0 || b.h < 0) error(which + " has a negative size (w=" + number(b.w) + ", h=" + number(b.h) + ")");
+  if (!size_problem(b.w, b.h).empty()) error(size_message(which, b));  // zero-size boxes too, as box= refuses them
   return b;
 }
 
@@ -143,7 +152,67 @@ std::vector<LabeledBox> between(const std::vector<LabeledBox>& A, const std::vec
 
 }  // namespace
 
+namespace {
+
+// A JSON error of nlohmann's in the library's words, without its
+// "[json.exception.parse_error.101]" tag.
+std::string json_reason(const nlohmann::json::exception& e) {
+  std::string what = e.what();
+  const std::size_t at = what.find("] ");
+  if (what.rfind("[json.exception", 0) == 0 && at != std::string::npos) what = what.substr(at + 2);
+  if (dynamic_cast<const nlohmann::json::out_of_range*>(&e) && e.id == 406) {  // "number overflow parsing '1e400'"
+    const std::size_t q0 = what.find('\''), q1 = what.rfind('\'');
+    const std::string n = q0 != std::string::npos && q1 > q0 ? what.substr(q0 + 1, q1 - q0 - 1) : what;
+    return "number " + shown(n, 40) + " is out of range (a number here must be within about 1.8e308)";
+  }
+  return "malformed JSON: " + shown(what, 160);
+}
+
+// One line's keyframe, after `before` (the file's keyframes so far, keyed by `key`).
+RegionTrack::Keyframe parse_keyframe(const nlohmann::json& j, const std::vector<RegionTrack::Keyframe>& before,
+                                     RegionTrack::Key& key_of_file, int line, const FileError& error) {
+  using Key = RegionTrack::Key;
+  if (!j.is_object()) error("expected a JSON object such as {\"frame\": 0, \"boxes\": [[x, y, w, h]]}");
+  const bool has_frame = j.contains("frame"), has_pts = j.contains("pts");
+  if (!has_frame && !has_pts) error("needs \"frame\" (index from 0) or \"pts\" (seconds)");
+  if (before.empty()) key_of_file = has_frame ? Key::Frame : Key::Pts;
+  const char* key = key_of_file == Key::Frame ? "frame" : "pts";
+  if (!j.contains(key))
+    error(std::string("has no \"") + key + "\"; the file's keyframes are keyed by \"" + key + "\" (from line " +
+          std::to_string(before.front().line) + ")");
+  const nlohmann::json& k = j[key];
+  RegionTrack::Keyframe f;
+  f.line = line;
+  if (key_of_file == Key::Frame) {
+    if (!k.is_number_integer() || k.get<int64_t>() < 0)
+      error("\"frame\" must be a whole number from 0, got " + shown(k.dump(), 40));
+    f.at = static_cast<double>(k.get<int64_t>());
+  } else {
+    if (!k.is_number() || !std::isfinite(k.get<double>()))
+      error("\"pts\" must be a number of seconds, got " + shown(k.dump(), 40));
+    f.at = k.get<double>();
+  }
+  if (!before.empty() && !(f.at > before.back().at))
+    error(std::string(key) + " " + number(f.at) + " is not after " + key + " " + number(before.back().at) + " (line " +
+          std::to_string(before.back().line) + "); keyframes must be in increasing order");
+  if (!j.contains("boxes")) error("no \"boxes\" (a list of [x, y, w, h] or [x, y, w, h, \"label\"])");
+  const nlohmann::json& boxes = j["boxes"];
+  if (!boxes.is_array()) error("\"boxes\" must be a list, got " + shown(boxes.dump(), 40));
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    LabeledBox b = parse_box(boxes[i], i, line, error);
+    if (!b.label.empty())
+      for (const LabeledBox& o : f.boxes)
+        if (o.label == b.label) error("label \"" + shown(b.label, 40) + "\" appears twice");
+    f.boxes.push_back(std::move(b));
+  }
+  return f;
+}
+
+}  // namespace
+
 RegionTrack RegionTrack::load(const std::string& path) {
+  if (path.find('\0') != std::string::npos)  // the OS would open the name cut at the NUL
+    fail("regions file name '" + shown(path, 120) + "' holds a NUL byte");
   std::ifstream in(path);
   if (!in) fail("cannot read regions file '" + shown(path, 120) + "': " + std::strerror(errno));
   std::error_code ec;
@@ -159,51 +228,13 @@ RegionTrack RegionTrack::parse(std::istream& in, const std::string& name) {
   int line = 0;
   while (std::getline(in, text)) {
     ++line;
-    const FileError error(name, line);
     if (trim(text).empty()) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      std::string what = e.what();
-      const std::size_t at = what.find("] ");
-      if (what.rfind("[json.exception", 0) == 0 && at != std::string::npos) what = what.substr(at + 2);
-      error("malformed JSON: " + shown(what, 160));
+    const FileError error(name, line);
+    try {  // every error of the line in the library's words, with the file and the line
+      t.keyframes_.push_back(parse_keyframe(nlohmann::json::parse(text), t.keyframes_, t.key_, line, error));
+    } catch (const nlohmann::json::exception& e) {
+      error(json_reason(e));
     }
-    if (!j.is_object()) error("expected a JSON object such as {\"frame\": 0, \"boxes\": [[x, y, w, h]]}");
-    const bool has_frame = j.contains("frame"), has_pts = j.contains("pts");
-    if (!has_frame && !has_pts) error("needs \"frame\" (index from 0) or \"pts\" (seconds)");
-    if (t.keyframes_.empty()) t.key_ = has_frame ? Key::Frame : Key::Pts;
-    const char* key = t.key_ == Key::Frame ? "frame" : "pts";
-    if (!j.contains(key))
-      error(std::string("has no \"") + key + "\"; the file's keyframes are keyed by \"" + key + "\" (from line " +
-            std::to_string(t.keyframes_.front().line) + ")");
-    const nlohmann::json& k = j[key];
-    Keyframe f;
-    f.line = line;
-    if (t.key_ == Key::Frame) {
-      if (!k.is_number_integer() || k.get<int64_t>() < 0)
-        error("\"frame\" must be a whole number from 0, got " + shown(k.dump(), 40));
-      f.at = static_cast<double>(k.get<int64_t>());
-    } else {
-      if (!k.is_number() || !std::isfinite(k.get<double>()))
-        error("\"pts\" must be a number of seconds, got " + shown(k.dump(), 40));
-      f.at = k.get<double>();
-    }
-    if (!t.keyframes_.empty() && !(f.at > t.keyframes_.back().at))
-      error(std::string(key) + " " + number(f.at) + " is not after " + key + " " + number(t.keyframes_.back().at) +
-            " (line " + std::to_string(t.keyframes_.back().line) + "); keyframes must be in increasing order");
-    if (!j.contains("boxes")) error("no \"boxes\" (a list of [x, y, w, h] or [x, y, w, h, \"label\"])");
-    const nlohmann::json& boxes = j["boxes"];
-    if (!boxes.is_array()) error("\"boxes\" must be a list, got " + shown(boxes.dump(), 40));
-    for (std::size_t i = 0; i < boxes.size(); ++i) {
-      LabeledBox b = parse_box(boxes[i], i, line, error);
-      if (!b.label.empty())
-        for (const LabeledBox& o : f.boxes)
-          if (o.label == b.label) error("label \"" + shown(b.label, 40) + "\" appears twice");
-      f.boxes.push_back(std::move(b));
-    }
-    t.keyframes_.push_back(std::move(f));
   }
   if (in.bad()) fail("cannot read regions file '" + shown(name, 120) + "'");
   if (t.keyframes_.empty()) fail("regions file '" + shown(name, 120) + "' holds no keyframes");
@@ -313,7 +344,9 @@ std::string region_options_help() {
 
 std::shared_ptr<const RegionSpec> take_region_options(const std::string& filter, std::string& options) {
   static const char* const kNames[] = {"regions", "box", "margin", "feather", "shape", "interpolate"};
-  const std::vector<std::string> tokens = split(options, ':');
+  // Split and unquoted as the chain parser does (filter.hpp: FFmpeg's quoting
+  // and escaping); what is not ours goes back into `options` as written.
+  const std::vector<std::string> tokens = chain_text::split(options, ":");
   std::vector<std::string> rest;
   auto spec = std::make_shared<RegionSpec>();
   bool any = false, modifiers = false;
@@ -329,15 +362,14 @@ std::shared_ptr<const RegionSpec> take_region_options(const std::string& filter,
     return v;
   };
   for (std::size_t i = 0; i < tokens.size(); ++i) {
-    const std::string kv = trim(tokens[i]);
-    const std::size_t eq = kv.find('=');
-    const std::string key = eq == std::string::npos ? "" : trim(kv.substr(0, eq));
+    const std::vector<std::string> kv = chain_text::split(tokens[i], "=");
+    const std::string key = kv.size() == 1 ? "" : chain_text::unquote(kv[0]);
     if (std::find(std::begin(kNames), std::end(kNames), key) == std::end(kNames)) {
       rest.push_back(tokens[i]);
       continue;
     }
     any = true;
-    const std::string value = trim(kv.substr(eq + 1));
+    const std::string value = chain_text::unquote(tokens[i].substr(kv[0].size() + 1));
     if (key == "regions") {
       if (spec->track) bad("regions= given twice");
       if (value.empty()) bad("regions= needs a file name");
@@ -348,11 +380,13 @@ std::shared_ptr<const RegionSpec> take_region_options(const std::string& filter,
       if (i + 3 >= tokens.size()) bad("box needs x:y:w:h (four numbers), got 'box=" + shown(value, 40) + "'");
       LabeledBox b;
       b.x = parse_number("box", value, -1e9, 1e9);
-      b.y = parse_number("box", trim(tokens[i + 1]), -1e9, 1e9);
-      b.w = parse_number("box", trim(tokens[i + 2]), -1e9, 1e9);
-      b.h = parse_number("box", trim(tokens[i + 3]), -1e9, 1e9);
+      b.y = parse_number("box", chain_text::unquote(tokens[i + 1]), -1e9, 1e9);
+      b.w = parse_number("box", chain_text::unquote(tokens[i + 2]), -1e9, 1e9);
+      b.h = parse_number("box", chain_text::unquote(tokens[i + 3]), -1e9, 1e9);
       i += 3;
-      if (b.w < 0 || b.h < 0) bad("box has a negative size (w=" + number(b.w) + ", h=" + number(b.h) + ")");
+      // A zero-size box would cover nothing (and one at 0:0 was said to lie outside the frame).
+      if (!size_problem(b.w, b.h).empty())
+        bad(size_message("box=" + number(b.x) + ":" + number(b.y) + ":" + number(b.w) + ":" + number(b.h), b));
       spec->boxes.push_back(b);
     } else {
       modifiers = true;

@@ -85,7 +85,8 @@ struct ReaderOptions {
 class MediaReader {
  public:
   // Throws AVError / std::runtime_error naming the path: cannot open, not media,
-  // no video stream, no decoder.
+  // no video stream, no decoder. The message adds what is likely wrong where
+  // it can tell: an empty file, an mp4/mov cut short (no 'moov' index).
   explicit MediaReader(const std::string& path, ReaderOptions options = {});
   ~MediaReader();
   MediaReader(const MediaReader&) = delete;

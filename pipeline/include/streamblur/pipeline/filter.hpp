@@ -220,7 +220,16 @@ struct FilterInstanceSpec {
 
 // Parses "gblur=sigma=2:planes=y,boxblur=radius=3" (also positional values
 // in table order: "gblur=2", "boxblur=3"). Throws std::invalid_argument with
-// one clear line for an unknown filter or option, a bad or out-of-range value.
+// one clear line for an unknown filter or option, a bad or out-of-range value,
+// a control character or NUL anywhere in the text, or an unterminated quote.
+//
+// Quoting and escaping follow FFmpeg's filtergraphs (av_get_token): '\' takes
+// the next character as it is, '...' takes a span as it is (no escapes inside),
+// spaces, tabs and line breaks around names and values are dropped. One level
+// serves both separators, the chain's ',' and the options' ':' and '=':
+//   gblur=regions=dir\:x/faces.jsonl      gblur=regions='a,b:c.jsonl',boxblur=2
+// (FFmpeg undoes one level of quoting per level, so there a ':' inside a value
+// is escaped twice; here once.)
 std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec);
 
 // A chain of filter instances, in place on every plane they touch.
@@ -231,6 +240,23 @@ class FilterChain {
   void configure(const FrameLayout& layout, Backend backend);
   bool empty() const { return filters_.empty(); }
   // planes: one per layout plane, same memory space as the backend.
+// The chain's text syntax, shared by the parser and the region options
+// (regions.hpp); the text holds no NUL (parse_filter_chain checks first).
+namespace chain_text {
+// The pieces of `text` between those characters of `separators` that are
+// neither quoted nor escaped, as written (quotes and escapes kept).
+std::vector<std::string> split(const std::string& text, const char* separators);
+// `text` with its quotes and escapes undone and the unquoted, unescaped
+// whitespace at both ends dropped (av_get_token with no terminator).
+std::string unquote(const std::string& text);
+// For messages: the length of the printable UTF-8 character at text[at]
+// (2 to 4 bytes, or 1 for printable ASCII); 0 for a control character
+// (C0, DEL, C1), U+2028 and U+2029 (they break lines), or a byte that starts
+// no well-formed UTF-8 sequence (overlong forms and surrogates included),
+// which messages show escaped.
+std::size_t printable_length(const std::string& text, std::size_t at);
+}  // namespace chain_text
+
   void apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream,
              const FrameContext& frame = {});
   // The chain from src into dst (separate memory, same shapes), where its

@@ -21,8 +21,10 @@
 //                  from 0, "pts" the presentation time in seconds (a frame
 //                  within 0.1 ms of a keyframe's pts is on it). The first
 //                  keyframe decides which key the file uses ("frame" when it
-//                  has both); keys must increase strictly.
-//   box=x:y:w:h    one static rectangle on every frame (repeatable)
+//                  has both); keys must increase strictly; w and h above 0.
+//                  A ':' or ',' in FILE is escaped (dir\:x/f.jsonl) or the
+//                  name quoted ('a,b:c.jsonl'), as in FFmpeg (filter.hpp).
+//   box=x:y:w:h    one static rectangle on every frame (repeatable; w, h above 0)
 //   margin=F       each side moves out by F x the box's width (left, right)
 //                  or height (top, bottom); 0 by default
 //   feather=PX     soft edge outside each box, in luma pixels; 0 by default
@@ -72,9 +74,11 @@ class RegionTrack {
   // A frame within this of a keyframe's pts is on that keyframe.
   static constexpr double kPtsTolerance = 1e-4;
 
-  // Throws std::invalid_argument, one line naming the file and the line
-  // number: unreadable file, malformed JSON, no "boxes", a bad box, a
-  // negative size, neither "pts" nor "frame", keys not increasing, no keyframes.
+  // Throws std::invalid_argument, one line "regions file 'PATH', line N: ..."
+  // (only the file where no line is at fault): unreadable file, malformed JSON
+  // (a number beyond a double included), no "boxes", a bad box, a width or
+  // height not above 0, neither "pts" nor "frame", keys not increasing, no
+  // keyframes; a NUL in `path`.
   static RegionTrack load(const std::string& path);
   static RegionTrack parse(std::istream& in, const std::string& name);
 
@@ -117,8 +121,10 @@ struct RegionSpec {
 
 // Takes regions=, box=, margin=, feather=, shape= and interpolate= out of a
 // filter's option text ("sigma=12:regions=f.jsonl" -> "sigma=12") and returns
-// them, or null (options untouched) when there are none. Reads and checks the
-// regions file now. Throws std::invalid_argument with one clear line.
+// them, or null (options untouched) when there are none. `options` is split
+// and unquoted by the chain's rules (chain_text in filter.hpp); the rest is
+// left as written. Reads and checks the regions file now. Throws
+// std::invalid_argument with one clear line.
 std::shared_ptr<const RegionSpec> take_region_options(const std::string& filter, std::string& options);
 
 // `inner` limited to the regions.
