@@ -41,6 +41,8 @@ else()
   set(STREAMBLUR_PC_REQUIRES "libhwy")
   set(STREAMBLUR_PC_REQUIRES_PRIVATE "")
 endif()
+# Cflags carry -std=c++20, as the CMake targets carry cxx_std_20: the public
+# headers need C++20 and GCC 12 defaults to gnu++17.
 # The prefix is found from the .pc file's own place, so `cmake --install
 # --prefix P` (a prefix chosen after configuring) gives a correct file.
 file(RELATIVE_PATH STREAMBLUR_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")

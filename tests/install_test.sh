@@ -26,9 +26,10 @@ cmake -S "$root/tests/consumer" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=
 cmake --build "$work/consumer" > "$work/consumer-build.log" || { cat "$work/consumer-build.log"; exit 1; }
 "$work/consumer/consumer" "$work/run-cmake"
 
-# pkg-config: the same program, compiled and linked from the .pc file alone.
+# pkg-config: the same program, compiled and linked from the .pc file alone
+# (no -std here either: the .pc's Cflags carry -std=c++20).
 export PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 # shellcheck disable=SC2046
-g++ -std=c++20 -O1 "$root/tests/consumer/main.cpp" -o "$work/consumer-pc" $(pkg-config --cflags --libs streamblur)
+g++ -O1 "$root/tests/consumer/main.cpp" -o "$work/consumer-pc" $(pkg-config --cflags --libs streamblur)
 "$work/consumer-pc" "$work/run-pc"
 echo "install_test: the installed package builds and runs a consumer (CMake and pkg-config)"

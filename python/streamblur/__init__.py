@@ -86,17 +86,46 @@ MAX_MANAGED_BYTES = int(_ext.MAX_MANAGED_BYTES)
 
 
 def device_count() -> int:
-    """Number of usable CUDA devices (0 without a driver or a device)."""
+    """Number of usable CUDA devices.
+
+    Returns
+    -------
+    int
+        The devices CUDA can use here; 0 without a device or a usable driver.
+
+    Raises
+    ------
+    RuntimeError
+        Any other CUDA failure (a broken driver install, a device in a bad
+        state), with CUDA's own message: it is not hidden as "no GPU".
+    """
     return int(_ext.device_count())
 
 
 def cuda_available() -> bool:
-    """True when a CUDA device is usable; the blurs then run on the GPU."""
+    """Whether a CUDA device is usable (the blurs then run on the GPU).
+
+    Returns
+    -------
+    bool
+        ``device_count() > 0``.
+
+    Raises
+    ------
+    RuntimeError
+        As :func:`device_count`, for a CUDA failure other than "no device".
+    """
     return device_count() > 0
 
 
 def filter_list() -> str:
-    """The registered filters, one per line (as ``streamblur --list-filters``)."""
+    """The registered filters, one per line (as ``streamblur --list-filters``).
+
+    Returns
+    -------
+    str
+        One line per filter: its name, then its one-line help.
+    """
     return _ext.filter_list()
 
 
@@ -105,7 +134,26 @@ def _filter_names() -> list:
 
 
 def filter_help(name: str) -> str:
-    """The options of filter ``name`` (as ``streamblur --help-filter NAME``)."""
+    """The options of one filter (as ``streamblur --help-filter NAME``).
+
+    Parameters
+    ----------
+    name : str
+        A filter name from :func:`filter_list`, such as ``'gblur'``.
+
+    Returns
+    -------
+    str
+        The filter's help and one line per option (name, type, default,
+        range, help), then the region options every filter takes.
+
+    Raises
+    ------
+    TypeError
+        ``name`` is not a str.
+    ValueError
+        No filter has that name (the message lists the filters).
+    """
     if not isinstance(name, str):
         raise TypeError(f"filter_help: name must be a str (a filter name such as 'gblur'), got {type(name).__name__}")
     names = _filter_names()
@@ -471,11 +519,51 @@ def gaussian_blur(img: Any, sigma: float, radius: Optional[int] = None, *, out: 
                   stream: Any = None, backend: str = "auto") -> Any:
     """Gaussian blur with weights exp(-i^2 / (2 sigma^2)), i in [-radius, radius].
 
-    img: uint8/uint16 array, HxW or HxWxC (C <= 4); numpy, CuPy, PyTorch or any
-    DLPack CUDA array. sigma: 0.1 .. 100. radius: None for ceil(3 sigma), else
-    0 .. 1024. Returns an array of the input's kind (numpy for numpy, CUDA
-    array on the same device for CUDA input, managed for managed input), or
-    ``out`` when given. See the module docstring for ``stream`` and ``backend``.
+    Each channel is blurred on its own; borders are clamped to the edge.
+
+    >>> y = streamblur.gaussian_blur(img, 2.0)       # radius ceil(3 sigma) = 6
+
+    Parameters
+    ----------
+    img : array
+        uint8 or uint16, HxW or HxWxC (C = 1..4): a numpy array (or anything
+        numpy makes one of, such as a PIL image), a CuPy array, a PyTorch
+        tensor or any DLPack CUDA array.
+    sigma : float
+        The Gaussian's standard deviation in pixels, 0.1 .. 100.
+    radius : int or None, optional
+        None (default) for ceil(3 sigma), else 0 .. 1024.
+    out : array, optional
+        Written instead of a new array: the image's shape and dtype, pixels
+        packed within each row (``out=img`` blurs in place).
+    stream : int, CuPy Stream or torch.cuda.Stream, optional
+        The CUDA stream the work is ordered on (an int is a raw
+        ``cudaStream_t``). Default: the framework's current stream for CuPy
+        and PyTorch arrays, the legacy default stream otherwise. Calls on CUDA
+        arrays return once the work is queued (see the module docstring).
+    backend : {'auto', 'cpu', 'cuda'}, optional
+        ``'auto'`` (default): the GPU when one is usable, else the CPU
+        backend; ``'cpu'`` forces the CPU backend; ``'cuda'`` insists on the GPU.
+
+    Returns
+    -------
+    array
+        The result, of the input's kind: numpy for numpy input, a CUDA array
+        of the same framework on the same device for CUDA input, managed
+        memory for managed input; ``out`` itself when given.
+
+    Raises
+    ------
+    TypeError
+        The image (or ``out``) is not an array of uint8 or uint16, ``out``
+        has another dtype, or an argument has the wrong type (``sigma`` not a number, ``radius`` not an integer, ``stream``
+        not a stream, ``backend`` not a str).
+    ValueError
+        A value out of range (sigma, radius, a negative stream handle), an image that
+        is not HxW or HxWxC with C in 1..4, an empty image, ``out`` of another
+        shape or read-only, an unknown ``backend``.
+    RuntimeError
+        ``backend='cuda'`` without a usable GPU, or a CUDA failure.
     """
     key = (sigma, radius, type(sigma), type(radius))
     try:
@@ -488,7 +576,47 @@ def gaussian_blur(img: Any, sigma: float, radius: Optional[int] = None, *, out: 
 def box_blur(img: Any, radius: int, *, out: Any = None, stream: Any = None, backend: str = "auto") -> Any:
     """Mean over the (2 radius + 1) x (2 radius + 1) window (exact, rounded half up).
 
-    radius: 0 .. 4096 (0 copies the image). Arrays as for :func:`gaussian_blur`.
+    Each channel is blurred on its own; borders are clamped to the edge.
+
+    Parameters
+    ----------
+    img : array
+        uint8 or uint16, HxW or HxWxC (C = 1..4): a numpy array (or anything
+        numpy makes one of, such as a PIL image), a CuPy array, a PyTorch
+        tensor or any DLPack CUDA array.
+    radius : int
+        0 .. 4096 (0 copies the image).
+    out : array, optional
+        Written instead of a new array: the image's shape and dtype, pixels
+        packed within each row (``out=img`` blurs in place).
+    stream : int, CuPy Stream or torch.cuda.Stream, optional
+        The CUDA stream the work is ordered on (an int is a raw
+        ``cudaStream_t``). Default: the framework's current stream for CuPy
+        and PyTorch arrays, the legacy default stream otherwise. Calls on CUDA
+        arrays return once the work is queued (see the module docstring).
+    backend : {'auto', 'cpu', 'cuda'}, optional
+        ``'auto'`` (default): the GPU when one is usable, else the CPU
+        backend; ``'cpu'`` forces the CPU backend; ``'cuda'`` insists on the GPU.
+
+    Returns
+    -------
+    array
+        The result, of the input's kind: numpy for numpy input, a CUDA array
+        of the same framework on the same device for CUDA input, managed
+        memory for managed input; ``out`` itself when given.
+
+    Raises
+    ------
+    TypeError
+        The image (or ``out``) is not an array of uint8 or uint16, ``out``
+        has another dtype, or an argument has the wrong type (``radius`` not an integer, ``stream``
+        not a stream, ``backend`` not a str).
+    ValueError
+        A value out of range (radius, a negative stream handle), an image that
+        is not HxW or HxWxC with C in 1..4, an empty image, ``out`` of another
+        shape or read-only, an unknown ``backend``.
+    RuntimeError
+        ``backend='cuda'`` without a usable GPU, or a CUDA failure.
     """
     key = (radius, type(radius))
     try:
@@ -506,6 +634,27 @@ class Chain:
 
     Options such as ``planes=`` are ignored for images: an image is one plane and
     every filter of the chain applies to all of its channels.
+
+    Parameters
+    ----------
+    spec : str
+        The chain, as the CLI's ``--vf`` takes it (:func:`filter_list` and
+        :func:`filter_help` give the filters and their options).
+
+    Attributes
+    ----------
+    spec : str
+        The chain as given.
+    description : str
+        The chain as parsed, each filter with the values of its options.
+
+    Raises
+    ------
+    TypeError
+        ``spec`` is not a str.
+    ValueError
+        ``spec`` is empty or not a valid chain (an unknown filter or option, a
+        bad or out-of-range value); the message is one line saying which.
     """
 
     def __init__(self, spec: str):
@@ -515,6 +664,46 @@ class Chain:
         self.description = _ext.check_chain(spec)  # ValueError for a bad spec
 
     def __call__(self, img: Any, *, out: Any = None, stream: Any = None, backend: str = "auto") -> Any:
+        """Applies the chain to one image.
+
+        Parameters
+        ----------
+        img : array
+            uint8 or uint16, HxW or HxWxC (C = 1..4): a numpy array (or anything
+            numpy makes one of, such as a PIL image), a CuPy array, a PyTorch
+            tensor or any DLPack CUDA array.
+        out : array, optional
+            Written instead of a new array: the image's shape and dtype, pixels
+            packed within each row (``out=img`` blurs in place).
+        stream : int, CuPy Stream or torch.cuda.Stream, optional
+            The CUDA stream the work is ordered on (an int is a raw
+            ``cudaStream_t``). Default: the framework's current stream for CuPy
+            and PyTorch arrays, the legacy default stream otherwise. Calls on CUDA
+            arrays return once the work is queued (see the module docstring).
+        backend : {'auto', 'cpu', 'cuda'}, optional
+            ``'auto'`` (default): the GPU when one is usable, else the CPU
+            backend; ``'cpu'`` forces the CPU backend; ``'cuda'`` insists on the GPU.
+
+        Returns
+        -------
+        array
+            The result, of the input's kind: numpy for numpy input, a CUDA array
+            of the same framework on the same device for CUDA input, managed
+            memory for managed input; ``out`` itself when given.
+
+        Raises
+        ------
+        TypeError
+            The image (or ``out``) is not an array of uint8 or uint16, ``out``
+            has another dtype, or an argument has the wrong type (``stream``
+            not a stream, ``backend`` not a str).
+        ValueError
+            A value out of range (a negative stream handle), an image that
+            is not HxW or HxWxC with C in 1..4, an empty image, ``out`` of another
+            shape or read-only, an unknown ``backend``.
+        RuntimeError
+            ``backend='cuda'`` without a usable GPU, or a CUDA failure.
+        """
         return _call(self.spec, img, out, stream, backend)
 
     def __repr__(self) -> str:
@@ -527,10 +716,32 @@ def managed_empty(shape, dtype=np.uint8) -> np.ndarray:
     numpy reads and writes it directly, and the blur functions hand it to the
     GPU as it is (no staging copy; the result is managed too). This is for
     convenience, not speed: pages migrate between host and device on demand,
-    which is slower than explicit copies from pinned memory. At most 1 GiB.
+    which is slower than explicit copies from pinned memory. At most 1 GiB
+    (``MAX_MANAGED_BYTES``).
 
-    Without a usable GPU it returns an ordinary numpy array (see
-    :func:`is_managed`), so code written for it still runs.
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape, as for ``numpy.empty``.
+    dtype : numpy dtype, optional
+        Its dtype (default ``numpy.uint8``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Uninitialised, in managed memory. Without a usable GPU (or for an
+        empty shape) an ordinary numpy array (see :func:`is_managed`), so code
+        written for it still runs.
+
+    Raises
+    ------
+    TypeError
+        ``shape`` is not an int or a sequence of ints, or ``dtype`` is not a
+        numpy dtype or holds Python objects.
+    ValueError
+        A negative dimension, or more than 1 GiB.
+    RuntimeError
+        The CUDA allocation failed.
     """
     shape = _shape(shape)
     try:
@@ -567,7 +778,24 @@ def _shape(shape: Any) -> tuple:
 
 
 def is_managed(arr: Any) -> bool:
-    """True when ``arr`` lives in CUDA managed memory (e.g. from :func:`managed_empty`)."""
+    """Whether ``arr`` lives in CUDA managed memory (e.g. from :func:`managed_empty`).
+
+    Parameters
+    ----------
+    arr : object
+        Any object; arrays that are not readable as arrays give False.
+
+    Returns
+    -------
+    bool
+        True for a non-empty array in managed memory; False otherwise, and
+        always without a usable GPU.
+
+    Raises
+    ------
+    RuntimeError
+        As :func:`device_count`, for a CUDA failure other than "no device".
+    """
     if not cuda_available():
         return False
     if isinstance(arr, np.ndarray):
@@ -640,42 +868,90 @@ def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional
                   frames: Optional[int] = None) -> dict:
     """Runs the streaming pipeline: decode ``src``, apply filter chain ``vf``, encode ``dst``.
 
-    codec: FFmpeg encoder name; None picks the container's image encoder for
-    image outputs and libx264 otherwise. Audio and other streams are copied.
-    backend: 'auto' (CUDA when a device is usable), 'cuda' or 'cpu'.
-    hwdec: 'auto' decodes with NVDEC (frames stay in device memory) when the
-    CUDA backend runs and NVDEC takes the codec, else on the CPU; 'nvdec'
-    insists (an error where it cannot); 'none' always decodes on the CPU.
-    device: the CUDA device index to run on.
-    overwrite: False (the default, as the CLI without -y) refuses an existing
-    ``dst`` with RuntimeError before anything runs; True replaces it, only once
-    the new output is complete.
-    start, duration, frames: trimming, as the CLI's -ss, -t and --frames
-    (README "Trimming"): start and duration in seconds (a number, or a str in
-    ffmpeg's syntax such as '1:02.5'); with ``start`` the output's timestamps
-    begin near 0. Copied streams are cut to the same span. A span holding no
-    frame raises RuntimeError and writes nothing; start < 0, duration <= 0 or
-    frames < 1 raise ValueError.
-    progress: called (from a pipeline thread, with the GIL) about four times a
-    second and once at the end with a dict: frames, total_estimate, elapsed_s,
-    fps, media_time_s, duration_s, final. An exception it raises stops the run
-    as Ctrl-C does (the frames already done are written as a playable file;
-    raised from the final call, the output is complete) and is raised here.
+    Audio and other streams are copied; timestamps and colour metadata pass
+    through. The output is written atomically: a failed run leaves none.
+
+    >>> stats = streamblur.process_video("in.mp4", "out.mp4", "gblur=sigma=2")
+
     Ctrl-C (SIGINT, or any signal whose Python handler raises) stops the run
     as the CLI's first Ctrl-C does, with or without ``progress``: reading
-    stops, the frames in flight are finished, ``dst`` is written as a
-    playable file holding the frames done so far (nothing is written when no
-    frame was done), and then KeyboardInterrupt (the handler's exception) is
-    raised. The call checks for signals about 20 times a second while the
-    pipeline runs; Python delivers signals to the main thread only, so a call
-    from another thread is not interrupted this way.
-    Paths are str or os.PathLike (bytes paths raise TypeError). Bad arguments
-    raise TypeError (a wrong type) or ValueError (a value out of range) naming
-    the argument, before anything is opened.
-    Returns the run's statistics as a dict: frames, fps,
-    wall_s, backend, decoder ('cpu' or 'nvdec'), device (-1: none),
-    gpu_memory_bytes, filters, input_format, processing_format,
-    bounding_stage, stages (busy/blocked seconds per stage), ...
+    stops, the frames in flight are finished, ``dst`` is written as a playable
+    file holding the frames done so far (nothing is written when no frame was
+    done), and then KeyboardInterrupt (the handler's exception) is raised. The
+    call checks for signals about 20 times a second while the pipeline runs;
+    Python delivers signals to the main thread only, so a call from another
+    thread is not interrupted this way.
+
+    Parameters
+    ----------
+    src, dst : str or os.PathLike
+        The input (anything FFmpeg opens, or an image sequence pattern such as
+        ``'in/f%03d.png'``) and the output (container from its extension).
+        Bytes paths raise TypeError.
+    vf : str or None, optional
+        The filter chain, as for :class:`Chain` (default ``'gblur=sigma=2'``);
+        ``''`` or None: no filter.
+    codec : str or None, optional
+        FFmpeg encoder name; None picks the container's image encoder for
+        image outputs and libx264 otherwise.
+    crf : int or None, optional
+        The encoder's quality, 0 .. 63; None: its default.
+    preset : str or None, optional
+        The encoder's preset (e.g. ``'fast'``); None: its default.
+    backend : {'auto', 'cuda', 'cpu'}, optional
+        ``'auto'`` (default): CUDA when a device is usable, else the CPU.
+    hwdec : {'auto', 'nvdec', 'none'}, optional
+        ``'auto'`` decodes with NVDEC (frames stay in device memory) when the
+        CUDA backend runs and NVDEC takes the codec, else on the CPU;
+        ``'nvdec'`` insists (an error where it cannot); ``'none'`` always
+        decodes on the CPU.
+    device : int, optional
+        The CUDA device index to run on (default 0).
+    overwrite : bool, optional
+        False (the default, as the CLI without -y) refuses an existing ``dst``
+        before anything runs; True replaces it, only once the new output is
+        complete.
+    inflight : int, optional
+        Frames in flight in the pipeline, 1 .. 64 (default 4); bounds memory.
+    progress : callable or None, optional
+        Called (from a pipeline thread, with the GIL) about four times a
+        second and once at the end with a dict: frames, total_estimate,
+        elapsed_s, fps, media_time_s, duration_s, final. An exception it
+        raises stops the run as Ctrl-C does (the frames already done are
+        written as a playable file; raised from the final call, the output is
+        complete) and is raised here.
+    start, duration : float, str or None, optional
+        Trimming, as the CLI's -ss and -t: seconds (a number, or a str in
+        ffmpeg's syntax such as ``'1:02.5'``); with ``start`` the output's
+        timestamps begin near 0. Copied streams are cut to the same span.
+    frames : int or None, optional
+        At most this many frames, as the CLI's --frames.
+
+    Returns
+    -------
+    dict
+        The run's statistics: frames, fps, wall_s, backend, decoder (``'cpu'``
+        or ``'nvdec'``), device (-1: none), gpu_memory_bytes, filters,
+        input_format, processing_format, bounding_stage, stages (busy/blocked
+        seconds per stage), ...
+
+    Raises
+    ------
+    TypeError
+        An argument of the wrong type (named in the message), before anything
+        is opened.
+    ValueError
+        A value out of range or a bad filter chain, before anything is opened;
+        ``start < 0``, ``duration <= 0`` or ``frames < 1``.
+    FileNotFoundError
+        ``src`` does not exist.
+    FileExistsError
+        ``dst`` exists and ``overwrite`` is False.
+    RuntimeError
+        The run failed: an unreadable input, an encoder error, a CUDA failure,
+        a span holding no frame (nothing is written).
+    KeyboardInterrupt
+        Ctrl-C, after the frames done so far are written (see above).
     """
     src = _path(src, "src")
     dst = _path(dst, "dst")
@@ -696,29 +972,59 @@ def process_videos(inputs, outputs=None, *, out_dir=None, vf: str = "gblur=sigma
                    overwrite: bool = False, progress: Optional[Callable[[dict], Any]] = None) -> list:
     """Runs the pipeline over many files at once: ``jobs`` pipelines per GPU on every GPU in ``devices``.
 
-    inputs: paths. outputs: one path per input, or None with ``out_dir``: each
-    output is ``out_dir/<input's file name>`` (the folder is made if missing).
-    devices: 'all', a list of CUDA device indices (``[0, 1]``), one index, or a
-    string such as ``"0,1"``. On the CPU backend ``jobs`` pipelines run in all.
-    The other arguments are those of :func:`process_video`, for every file
-    (``codec=None``: each output's default encoder).
+    A failing file never stops the others and never raises; each output is
+    written atomically (a failed file leaves no output). Ctrl-C stops the
+    batch as the CLI's does, with or without ``progress``: no new file starts
+    (those not started are not written), each running file stops as in
+    :func:`process_video` (a playable output with the frames done so far, at
+    its final name), and then KeyboardInterrupt is raised (the per-file
+    results are not returned).
 
-    Returns one dict per input, in order: ``input``, ``output``, ``ok``,
-    ``device`` (CUDA device it ran on, -1 for the CPU), ``error`` (a one-line
-    message) and ``skipped`` (True: never started, the batch was stopped) only
-    when the file failed, and, when it succeeded, the statistics
-    :func:`process_video` returns. A failing file never stops the others and
-    never raises; each output is written atomically (a failed file leaves no
-    output). Bad arguments raise ValueError / TypeError before any file starts.
-    progress: called about four times a second and once at the end with a
-    dict: files_total, files_done, files_failed, running, frames, elapsed_s,
-    fps (all files together), eta_s (-1 when unknown), final. An exception it
-    raises stops the batch and is raised here.
-    Ctrl-C stops the batch as the CLI's does, with or without ``progress``: no
-    new file starts (those not started are not written), each running file
-    stops as in :func:`process_video` (a playable output with the frames done
-    so far, at its final name), and then KeyboardInterrupt is raised (the
-    per-file results are not returned).
+    Parameters
+    ----------
+    inputs : iterable of str or os.PathLike
+        The input paths.
+    outputs : iterable of str or os.PathLike, optional
+        One output path per input; or None with ``out_dir``.
+    out_dir : str or os.PathLike, optional
+        Each output is ``out_dir/<input's file name>`` (the folder is made if
+        missing).
+    vf, codec, crf, preset, backend, hwdec, inflight, overwrite
+        As for :func:`process_video`, for every file (``codec=None``: each
+        output's default encoder).
+    jobs : int, optional
+        Pipelines at once per GPU (default 2); on the CPU backend ``jobs``
+        pipelines run in all.
+    devices : 'all', int, list of int or str, optional
+        ``'all'`` (default), a list of CUDA device indices (``[0, 1]``), one
+        index, or a string such as ``"0,1"``.
+    progress : callable or None, optional
+        Called about four times a second and once at the end with a dict:
+        files_total, files_done, files_failed, running, frames, elapsed_s, fps
+        (all files together), eta_s (-1 when unknown), final. An exception it
+        raises stops the batch and is raised here.
+
+    Returns
+    -------
+    list of dict
+        One dict per input, in order: ``input``, ``output``, ``ok``,
+        ``device`` (CUDA device it ran on, -1 for the CPU), ``error`` (a
+        one-line message) and ``skipped`` (True: never started, the batch was
+        stopped) only when the file failed, and, when it succeeded, the
+        statistics :func:`process_video` returns.
+
+    Raises
+    ------
+    TypeError
+        An argument of the wrong type (``inputs`` a single path, say), before
+        any file starts.
+    ValueError
+        Bad arguments before any file starts: both or neither of ``outputs``
+        and ``out_dir``, as many outputs as inputs not given, an output given
+        twice or that is an input, a device that does not exist, a value out
+        of range, a bad filter chain.
+    KeyboardInterrupt
+        Ctrl-C (see above).
     """
     if isinstance(inputs, (str, bytes, os.PathLike)):
         raise TypeError("inputs must be a list of paths (for one file use process_video)")
@@ -772,14 +1078,26 @@ def _device_list(devices: Any) -> list:
 class Frame:
     """One filtered frame from :func:`frames`.
 
-    planes: one array per plane of the processing format (``format``), HxW
-    for one sample per pixel, HxWxC for interleaved ones (RGB24: C = 3, NV12's
-    chroma: C = 2), uint8 or uint16 (16-bit formats: the samples as stored,
-    e.g. P010's 10 bits in the high bits). CuPy arrays or torch tensors on the
-    device for ``device='cuda'``, numpy arrays (or CPU tensors) for 'cpu'.
     The arrays own their memory: the pipeline never writes to it again.
-    pts: presentation time in seconds (NaN when unknown). index: 0, 1, 2, ...
-    width, height: the picture size (chroma planes may be smaller).
+    Frames are made by :func:`frames`; the parameters are the attributes.
+
+    Parameters
+    ----------
+    planes : list of array
+        One array per plane of the processing format (``format``), HxW for one
+        sample per pixel, HxWxC for interleaved ones (RGB24: C = 3, NV12's
+        chroma: C = 2), uint8 or uint16 (16-bit formats: the samples as stored,
+        e.g. P010's 10 bits in the high bits). CuPy arrays or torch tensors on
+        the device for ``device='cuda'``, numpy arrays (or CPU tensors) for
+        ``'cpu'``.
+    pts : float
+        Presentation time in seconds (NaN when unknown).
+    index : int
+        0, 1, 2, ... in output order.
+    format : str
+        The processing format's FFmpeg name (``'yuv420p'``, ...).
+    width, height : int
+        The picture size (chroma planes may be smaller).
     """
 
     __slots__ = ("planes", "pts", "index", "format", "width", "height")
@@ -811,9 +1129,27 @@ class FrameIterator:
     An error in the pipeline (unreadable input, CUDA failure) is raised by the
     next ``next()`` after the frames decoded before it.
 
-    stats: the run's statistics (as :func:`process_video` returns) once it has
-    ended, else None. notes: the pipeline's notes (backend chosen, decoder,
-    conversions, decode warnings).
+    Made by :func:`frames`, not directly.
+
+    Parameters
+    ----------
+    stream : streamblur._streamblur.FrameStream
+        The running pipeline.
+    device : {'cuda', 'cpu'}
+        Where the frames' planes live.
+    array : {'cupy', 'torch', 'numpy'}
+        The planes' array type.
+
+    Attributes
+    ----------
+    device, array : str
+        As given.
+    stats : dict or None
+        The run's statistics (as :func:`process_video` returns) once it has
+        ended, else None.
+    notes : list of str
+        The pipeline's notes (backend chosen, decoder, conversions, decode
+        warnings).
     """
 
     def __init__(self, stream, device: str, array: str):
@@ -832,7 +1168,10 @@ class FrameIterator:
         return Frame(*stream.next())
 
     def close(self) -> None:
-        """Stops the pipeline and waits for its thread (quick: frames in flight are dropped)."""
+        """Stops the pipeline and waits for its thread (quick: frames in flight are dropped).
+
+        Frames already yielded stay valid; closing twice does nothing.
+        """
         stream = self._stream
         if stream is not None:
             stream.close()
@@ -854,12 +1193,14 @@ class FrameIterator:
 
     @property
     def stats(self) -> Optional[dict]:
+        """The run's statistics (as :func:`process_video` returns) once it has ended, else None."""
         if self._stream is not None:
             return self._stream.stats()
         return getattr(self, "_final_stats", None)
 
     @property
     def notes(self) -> list:
+        """The pipeline's notes: backend chosen, decoder, conversions, decode warnings."""
         if self._stream is not None:
             return list(self._stream.notes())
         return getattr(self, "_final_notes", [])
@@ -926,15 +1267,6 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
     >>> with streamblur.frames("in.mp4", device="cpu") as it:
     ...     first = next(it)         # numpy planes; leaving the block stops the pipeline
 
-    device: 'cuda' (plane arrays in device memory of the current CUDA device,
-    CuPy arrays or torch tensors), 'cpu' (numpy arrays) or None ('cuda' when a
-    device is usable, else 'cpu'). array: 'cupy' or 'torch' for 'cuda' (default
-    CuPy when it can be imported, else PyTorch), 'numpy' (default) or 'torch'
-    for 'cpu'. hwdec, backend: as for :func:`process_video` (NVDEC frames go
-    to the filters and to you without leaving the GPU). inflight: frames in
-    flight in the pipeline; the iterator also keeps up to that many finished
-    frames ready.
-
     Ownership: every yielded frame owns its memory (a copy made on the GPU, or
     in host memory, as the pipeline hands the frame over; the copy is complete
     before the frame is yielded, so it can be used on any stream). Frames you
@@ -943,13 +1275,50 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
     released on the legacy default stream: work you queue on another stream
     must be finished before you drop the arrays.
 
-    Returns a :class:`FrameIterator` (a context manager; ``close()`` stops the
-    pipeline early). A missing input raises FileNotFoundError, an argument of
-    the wrong type TypeError and a bad value or filter chain ValueError here;
-    an error while decoding raises from the loop. Ctrl-C while ``next()``
-    waits for a frame raises KeyboardInterrupt at once; the pipeline goes on
-    (no frame is lost: a later ``next()`` returns the next one) until the
-    iterator is closed, e.g. by leaving its ``with`` block.
+    Ctrl-C while ``next()`` waits for a frame raises KeyboardInterrupt at
+    once; the pipeline goes on (no frame is lost: a later ``next()`` returns
+    the next one) until the iterator is closed, e.g. by leaving its ``with``
+    block.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The input video (anything FFmpeg opens).
+    vf : str or None, optional
+        The filter chain, as for :class:`Chain`; ``''`` (default): no filter.
+    device : {'cuda', 'cpu'} or None, optional
+        ``'cuda'``: plane arrays in device memory of the current CUDA device
+        (CuPy arrays or torch tensors); ``'cpu'``: numpy arrays; None
+        (default): ``'cuda'`` when a device is usable, else ``'cpu'``.
+    hwdec, backend : str, optional
+        As for :func:`process_video` (NVDEC frames go to the filters and to you
+        without leaving the GPU).
+    inflight : int, optional
+        Frames in flight in the pipeline, 1 .. 64 (default 4); the iterator
+        also keeps up to that many finished frames ready.
+    array : {'cupy', 'torch', 'numpy'} or None, optional
+        For ``'cuda'``: ``'cupy'`` or ``'torch'`` (default CuPy when it can be
+        imported, else PyTorch); for ``'cpu'``: ``'numpy'`` (default) or
+        ``'torch'``.
+
+    Returns
+    -------
+    FrameIterator
+        A context manager; ``close()`` stops the pipeline early.
+
+    Raises
+    ------
+    TypeError
+        An argument of the wrong type.
+    ValueError
+        A bad value or filter chain.
+    FileNotFoundError
+        ``path`` does not exist.
+    RuntimeError
+        ``device='cuda'`` without a usable GPU, or neither CuPy nor PyTorch
+        can be imported for it. An error while decoding raises from the loop.
+    ImportError
+        ``array='torch'`` or ``'cupy'`` and that package cannot be imported.
     """
     path = _path(path, "path")
     vf = _check_video_args(vf, backend, hwdec, inflight, None)

@@ -100,39 +100,64 @@ def process_videos(inputs: Iterable[Any], outputs: Iterable[Any], vf: str = "gbl
                    ray_remote_args: Optional[dict] = None) -> list:
     """Runs :func:`streamblur.process_video` on every ``inputs[i] -> outputs[i]``, one Ray task per file.
 
-    inputs, outputs: lists of paths (str or os.PathLike) of the same length; the
-    outputs must be distinct and none may be an input (``ValueError``
-    otherwise, before anything runs). vf, codec, crf, preset, hwdec, overwrite,
-    inflight: as for :func:`streamblur.process_video`, for every file
-    (``inflight`` is frames in flight within one file; how many files run at
-    once is Ray's decision, from the resources each task asks for).
-
-    backend, gpus_per_job: each task is declared with ``num_gpus=gpus_per_job``
-    (fractions pack several files on one GPU; above 1 it must be a whole
-    number) and ``num_cpus=1``. Ray sets ``CUDA_VISIBLE_DEVICES`` for the task
-    and the pipeline uses the first visible device. ``backend="cpu"`` always
-    declares ``num_gpus=0``, whatever ``gpus_per_job`` says. ``backend="auto"``
-    declares ``num_gpus=0`` when the cluster has no GPU at the time of the
-    call, and a task that Ray gives no GPU (``gpus_per_job=0``) runs on the
-    CPU backend rather than on a GPU it was not given; ``backend="cuda"`` needs
-    ``gpus_per_job > 0`` and waits, as Ray does, for a node with a free GPU.
-
-    max_retries: passed to Ray's ``.options(max_retries=...)`` (None: Ray's
-    default, which retries tasks whose worker died, not tasks that raised).
-    ray_remote_args: more ``.options(...)`` for every task (``num_cpus``,
-    ``memory``, ``resources``, ``retry_exceptions``, ``runtime_env``,
-    ``scheduling_strategy``...); they override the ones above.
-
     Ray is connected with ``ray.init()`` (an address in RAY_ADDRESS, a running
     local cluster, or a new local one) unless ``ray.is_initialized()`` already.
+    A failing file never stops the others and is not raised; a failed run
+    leaves no output file. Ctrl-C (or a failure of Ray itself) cancels the
+    files still running and is raised.
 
-    Returns one dict per file, in the order of ``inputs``: ``input``,
-    ``output`` (absolute paths), ``ok``; on success the run's statistics (the
-    dict :func:`streamblur.process_video` returns: frames, wall_s, fps,
-    backend, ...) plus ``node`` (the Ray node id), ``hostname`` and ``gpu_ids``
-    (the GPUs Ray assigned, as Ray numbers them); on failure ``error`` (one
-    line naming the input) and ``error_type``, and no output file (a failed
-    run leaves none). A failing file never stops the others and is not raised.
+    Parameters
+    ----------
+    inputs, outputs : iterable of str or os.PathLike
+        Paths, as many outputs as inputs; the outputs must be distinct and none
+        may be an input.
+    vf, codec, crf, preset, hwdec, overwrite, inflight
+        As for :func:`streamblur.process_video`, for every file (``inflight``
+        is frames in flight within one file; how many files run at once is
+        Ray's decision, from the resources each task asks for).
+    backend : {'auto', 'cuda', 'cpu'}, optional
+        ``'cpu'`` always declares ``num_gpus=0``, whatever ``gpus_per_job``
+        says. ``'auto'`` (default) declares ``num_gpus=0`` when the cluster has
+        no GPU at the time of the call, and a task that Ray gives no GPU
+        (``gpus_per_job=0``) runs on the CPU backend rather than on a GPU it
+        was not given. ``'cuda'`` needs ``gpus_per_job > 0`` and waits, as Ray
+        does, for a node with a free GPU.
+    gpus_per_job : float, optional
+        Each task is declared with ``num_gpus=gpus_per_job`` (default 0.25;
+        fractions pack several files on one GPU; above 1 it must be a whole
+        number) and ``num_cpus=1``. Ray sets ``CUDA_VISIBLE_DEVICES`` for the
+        task and the pipeline uses the first visible device.
+    max_retries : int or None, optional
+        Passed to Ray's ``.options(max_retries=...)`` (None: Ray's default,
+        which retries tasks whose worker died, not tasks that raised).
+    ray_remote_args : dict or None, optional
+        More ``.options(...)`` for every task (``num_cpus``, ``memory``,
+        ``resources``, ``retry_exceptions``, ``runtime_env``,
+        ``scheduling_strategy``...); they override the ones above.
+
+    Returns
+    -------
+    list of dict
+        One dict per file, in the order of ``inputs``: ``input``, ``output``
+        (absolute paths), ``ok``; on success the run's statistics (the dict
+        :func:`streamblur.process_video` returns: frames, wall_s, fps,
+        backend, ...) plus ``node`` (the Ray node id), ``hostname`` and
+        ``gpu_ids`` (the GPUs Ray assigned, as Ray numbers them); on failure
+        ``error`` (one line naming the input) and ``error_type``.
+
+    Raises
+    ------
+    TypeError
+        A wrong type: ``inputs`` or ``outputs`` a single path,
+        ``gpus_per_job`` not a number, ``ray_remote_args`` not a dict, and
+        those :func:`streamblur.process_video` checks.
+    ValueError
+        Before anything runs: as many outputs as inputs not given, an output
+        given twice or that is an input, ``gpus_per_job`` negative or a
+        fraction above 1, ``backend='cuda'`` with ``gpus_per_job=0``, a bad
+        value or filter chain.
+    ImportError
+        Ray cannot be imported (``pip install ray``).
     """
     ins = _paths(inputs, "inputs")
     outs = _paths(outputs, "outputs")

@@ -1,4 +1,6 @@
 #pragma once
+// FFmpeg errors as exceptions: AVError, and AV_CHECK for calls that return a
+// negative AVERROR code on failure.
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +15,7 @@ class AVError : public std::runtime_error {
   int code_;
 };
 
+// FFmpeg's message for an AVERROR code (av_strerror).
 std::string av_error_string(int code);
 
 // Throws AVError("<context>: <call text> failed: <ffmpeg message> (file:line)") when code < 0.

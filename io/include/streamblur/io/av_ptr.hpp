@@ -33,6 +33,7 @@ struct AvDeleter {
   }
 };
 
+// A unique_ptr owning a T freed with Fn.
 template <class T, auto Fn>
 using AvPtr = std::unique_ptr<T, AvDeleter<Fn>>;
 

@@ -8,6 +8,7 @@ namespace streamblur::io {
 // Whether swscale can write `format` (it cannot write palettes, for one).
 bool can_convert_to(AVPixelFormat format);
 
+// One swscale context converting width x height frames from `from` to `to`.
 class FrameConverter {
  public:
   FrameConverter(int width, int height, AVPixelFormat from, AVPixelFormat to);

@@ -8,7 +8,7 @@ namespace streamblur::io {
 
 // Installs a process-wide av_log callback: lines at or below `print_level`
 // (an AV_LOG_* level; AV_LOG_QUIET prints nothing) go to stderr, and the last
-// error-level line is kept for last_log_error().
+// error-level line is kept for take_last_log_error().
 void install_log_capture(int print_level);
 
 // The last error-level line FFmpeg logged since the previous call (then

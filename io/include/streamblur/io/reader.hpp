@@ -13,6 +13,7 @@
 
 namespace streamblur::io {
 
+// What the reader found out about the input's video stream.
 struct VideoInfo {
   int width = 0;
   int height = 0;
@@ -67,6 +68,7 @@ struct ReadSpan {
 // number), a duration that is not more than 0, or max_frames < 1.
 void check_span(const ReadSpan& span);
 
+// How MediaReader opens and decodes its input.
 struct ReaderOptions {
   int decoder_threads = 0;  // 0 = FFmpeg's automatic choice (frame + slice threads)
   HwDeviceProvider hw_device;  // empty: CPU decoding
@@ -82,6 +84,7 @@ struct ReaderOptions {
   ReadSpan span;
 };
 
+// Opens an input and decodes its best video stream frame by frame (see read()).
 class MediaReader {
  public:
   // Throws AVError / std::runtime_error naming the path: cannot open, not media,
@@ -92,6 +95,7 @@ class MediaReader {
   MediaReader(const MediaReader&) = delete;
   MediaReader& operator=(const MediaReader&) = delete;
 
+  // The video stream's description, the demuxer's context and the stream's index.
   const VideoInfo& video() const noexcept;
   const AVFormatContext* format_context() const noexcept;
   int video_stream_index() const noexcept;
@@ -115,6 +119,7 @@ class MediaReader {
 
   // Makes read() return false from the next call on (Ctrl-C); thread-safe.
   void request_stop() noexcept;
+  // Warnings about damaged input so far.
   int warnings() const noexcept;
   // Device memory of the hardware decoder's surfaces (0 for CPU decoding, or
   // before the first frame); see hw_decoder_surface_bytes.

@@ -17,6 +17,7 @@ struct SyntheticStreamTags {
   int disposition = 0;   // AV_DISPOSITION_* flags
 };
 
+// What write_synthetic_clip writes: size, length, codec, streams, metadata.
 struct SyntheticClipSpec {
   int width = 64;
   int height = 48;

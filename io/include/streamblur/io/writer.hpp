@@ -11,6 +11,7 @@
 
 namespace streamblur::io {
 
+// Which encoder MediaWriter uses and how, and where its notes go.
 struct EncoderOptions {
   std::string codec = "libx264";           // any FFmpeg encoder by name
   int crf = -1;                            // -1: encoder default (libx264 gets 18 when unset)
@@ -23,6 +24,7 @@ struct EncoderOptions {
   std::function<void(const std::string&)> note;  // notes (conversions, skipped streams); empty: stderr
 };
 
+// Encodes filtered frames and muxes them with the input's other streams.
 class MediaWriter {
  public:
   // Opens the output: one video stream encoded with `options`, using the
@@ -47,6 +49,7 @@ class MediaWriter {
   // Flushes the encoder and writes the trailer.
   void finish();
 
+  // Video frames written so far (write_video calls that returned).
   int64_t frames_written() const noexcept;
 
  private:

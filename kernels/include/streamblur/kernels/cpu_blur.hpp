@@ -31,12 +31,14 @@ void force_simd_target(int64_t target);
 // rounds twice and biases the result up).
 void shift_samples(Plane<uint16_t> plane, int shift);
 
+// Separable Gaussian on the CPU: weights built once, then rows per pass.
 class GaussianBlur {
  public:
   GaussianBlur(double sigma, int radius = -1) : GaussianBlur(sigma, sigma, radius, radius) {}
   GaussianBlur(double sigma_x, double sigma_y, int radius_x, int radius_y);
   int radius_x() const noexcept { return radius_x_; }
   int radius_y() const noexcept { return radius_y_; }
+  // Pass 1 over rows [y0, y1) of src into tmp; pass 2 over rows [y0, y1) of dst from tmp.
   template <class T> void horizontal_rows(Plane<const T> src, Plane<float> tmp, int y0, int y1) const;
   template <class T> void vertical_rows(Plane<const float> tmp, Plane<T> dst, int y0, int y1) const;
   // Whole plane, serially; tmp grows as needed.
@@ -47,17 +49,20 @@ class GaussianBlur {
   std::vector<float> weights_x_, weights_y_;  // the centre weight, then distances 1..r
 };
 
+// Separable box (mean) blur on the CPU, exact integer sums.
 class BoxBlur {
  public:
   explicit BoxBlur(int radius) : BoxBlur(radius, radius) {}
   BoxBlur(int radius_x, int radius_y);
   int radius_x() const noexcept { return radius_x_; }
   int radius_y() const noexcept { return radius_y_; }
+  // Pass 1 over rows [y0, y1) of src into tmp (window sums); pass 2 over rows [y0, y1) of dst.
   template <class T> void horizontal_rows(Plane<const T> src, Plane<uint32_t> tmp, int y0, int y1) const;
   template <class T> void vertical_rows(Plane<const uint32_t> tmp, Plane<T> dst, int y0, int y1) const;
   // The vertical pass over samples [s0, s1) of every row (a column strip):
   // strips split the work without each part re-summing 2r+1 rows to start.
   template <class T> void vertical_columns(Plane<const uint32_t> tmp, Plane<T> dst, int s0, int s1) const;
+  // Whole plane, serially; tmp grows as needed.
   template <class T> void apply(Plane<const T> src, Plane<T> dst, std::vector<uint32_t>& tmp) const;
 
  private:

@@ -40,13 +40,16 @@ enum class BlurPath { Auto, Fused, TwoPass, Register, Sliding, Running, Wide, Te
 // "auto", "fused", "two-pass", "register", "sliding", "running", "wide", "tensor".
 const char* path_name(BlurPath path) noexcept;
 
+// Separable Gaussian of one plane on the device (weights uploaded once).
 class GaussianBlur {
  public:
   GaussianBlur(double sigma, int radius = -1) : GaussianBlur(sigma, sigma, radius, radius) {}
   GaussianBlur(double sigma_x, double sigma_y, int radius_x, int radius_y);
   int radius_x() const noexcept { return radius_x_; }
   int radius_y() const noexcept { return radius_y_; }
+  // Sizes the scratch for planes up to width x height x channels (may synchronise).
   void reserve(int width, int height, int channels);
+  // Forces a kernel path (tests, benchmark); Auto by default.
   void set_path(BlurPath path) noexcept { path_ = path; }
   // For 16-bit samples that hold their value above `shift` zero low bits
   // (P010: 6): apply() blurs the values (v >> shift) and writes its results
@@ -58,7 +61,9 @@ class GaussianBlur {
   // The kernels apply() runs for a width x height plane of `channels` samples
   // of `sample_bytes` on the current device, after the fall-backs (never Auto).
   BlurPath path_taken(int width, int height, int channels, std::size_t sample_bytes) const;
+  // Blurs src into dst (may be the same plane), enqueued on `stream`.
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
+  // Device memory held (weights and scratch).
   std::size_t device_bytes() const noexcept { return weights_.size() + scratch_.size(); }
 
  private:
@@ -70,12 +75,14 @@ class GaussianBlur {
   DeviceBuffer scratch_;   // float intermediate
 };
 
+// Separable box (mean) blur of one plane on the device, exact integer sums.
 class BoxBlur {
  public:
   explicit BoxBlur(int radius) : BoxBlur(radius, radius) {}
   BoxBlur(int radius_x, int radius_y);
   int radius_x() const noexcept { return radius_x_; }
   int radius_y() const noexcept { return radius_y_; }
+  // As GaussianBlur's: reserve, set_path and apply (src and dst may be the same plane).
   void reserve(int width, int height, int channels);
   void set_path(BlurPath path) noexcept { path_ = path; }
   void set_sample_shift(int shift);  // as GaussianBlur's (the box kernels shift around the blur)

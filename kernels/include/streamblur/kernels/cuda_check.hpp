@@ -7,6 +7,7 @@
 
 namespace streamblur::cuda {
 
+// A failed CUDA call: the message says what and where; code() is CUDA's own error.
 class CudaError : public std::runtime_error {
  public:
   CudaError(const std::string& what, cudaError_t code) : std::runtime_error(what), code_(code) {}
@@ -56,6 +57,7 @@ namespace streamblur::cuda {
 
 }  // namespace streamblur::cuda
 
+// Runs a CUDA runtime call and throws CudaError (call text, file:line, CUDA's message) when it fails.
 #define CUDA_CHECK(call)                                                       \
   do {                                                                         \
     const cudaError_t sb_cuda_rc_ = (call);                                    \

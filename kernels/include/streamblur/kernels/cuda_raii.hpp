@@ -9,6 +9,7 @@
 
 namespace streamblur::cuda {
 
+// A non-blocking CUDA stream (never the legacy default stream).
 class CudaStream {
  public:
   CudaStream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
@@ -23,6 +24,7 @@ class CudaStream {
   cudaStream_t s_ = nullptr;
 };
 
+// A CUDA event, without timing unless asked; ready() polls it without blocking.
 class CudaEvent {
  public:
   explicit CudaEvent(unsigned flags = cudaEventDisableTiming) { CUDA_CHECK(cudaEventCreateWithFlags(&e_, flags)); }
@@ -61,6 +63,7 @@ class CudaGraphExec {
   cudaGraphExec_t e_ = nullptr;
 };
 
+// Device memory from cudaMalloc; size() in bytes.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;

@@ -22,6 +22,7 @@
 
 namespace streamblur {
 
+// The options of unsharp (see above); check_unsharp() gives the valid ranges.
 struct UnsharpParams {
   double sigma_x = 1.0, sigma_y = 1.0;
   int radius_x = -1, radius_y = -1;  // -1: max(1, ceil(3 sigma))
@@ -30,9 +31,11 @@ struct UnsharpParams {
 };
 
 void check_unsharp(const UnsharpParams& p);  // throws std::invalid_argument with one line
+// Throws std::invalid_argument with one line for a block size out of range.
 void check_pixelate(int block_x, int block_y);
 
 namespace reference {
+// Plain references: unsharp and pixelate of src into dst.
 template <class T>
 void unsharp(Plane<const T> src, Plane<T> dst, const UnsharpParams& p);
 template <class T>
@@ -40,6 +43,7 @@ void pixelate(Plane<const T> src, Plane<T> dst, int block_x, int block_y);
 }  // namespace reference
 
 namespace cpu {
+// Unsharp masking on the CPU in two row passes (see the passes below).
 class Unsharp {
  public:
   explicit Unsharp(const UnsharpParams& p);
@@ -56,10 +60,12 @@ class Unsharp {
 // Cell rows [cy0, cy1) (cell row k covers lines k*block_y ...), in place.
 template <class T>
 void pixelate_cell_rows(Plane<T> plane, int block_x, int block_y, int cy0, int cy1);
+// Number of cell rows of a plane `height` rows tall.
 inline int cell_rows(int height, int block_y) { return (height + block_y - 1) / block_y; }
 }  // namespace cpu
 
 namespace cuda {
+// Unsharp masking of one plane on the device, in place; scratch owned by the object.
 class Unsharp {
  public:
   explicit Unsharp(const UnsharpParams& p);

@@ -4,6 +4,7 @@
 
 namespace streamblur {
 
+// The accepted ranges of sigma and of the Gaussian and box radii.
 inline constexpr double kMinSigma = 0.1;
 inline constexpr double kMaxSigma = 100.0;
 inline constexpr int kMaxGaussRadius = 1024;

@@ -8,6 +8,7 @@
 
 namespace streamblur {
 
+// A view (not an owner) of width x height pixels `pitch` bytes apart.
 template <class T>
 struct Plane {
   T* data = nullptr;

@@ -49,6 +49,7 @@ struct RegionBox {
   float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
 };
 
+// How boxes become alpha on one plane: edge, shape, subsampling, crop offset.
 struct RegionMask {
   float feather = 0;           // width of the soft edge in luma pixels; 0: hard edge
   bool ellipse = false;        // the ellipse inscribed in each box instead of the box
@@ -56,6 +57,7 @@ struct RegionMask {
   int x0 = 0, y0 = 0;          // plane position (pixels) of the first pixel of the planes passed (a crop)
 };
 
+// alpha in [0, 1] of luma position (px, py) for one box (rules above).
 STREAMBLUR_HOST_DEVICE inline float region_box_alpha(float px, float py, const RegionBox& b, float feather,
                                                      bool ellipse) {
   if (!(b.x1 > b.x0) || !(b.y1 > b.y0)) return 0.0f;

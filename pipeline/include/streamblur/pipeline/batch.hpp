@@ -12,6 +12,7 @@
 
 namespace streamblur {
 
+// One file of a batch: its input and its output path.
 struct BatchJob {
   std::string input;
   std::string output;
@@ -31,6 +32,7 @@ struct BatchProgress {
   bool final = false;
 };
 
+// How one job of a batch went.
 struct BatchResult {
   BatchJob job;
   bool ok = false;
@@ -41,6 +43,7 @@ struct BatchResult {
   RunStats stats;          // when ok; for a failure only wall_s (the time until it failed)
 };
 
+// What run_batch runs and how (see run_batch).
 struct BatchOptions {
   std::vector<BatchJob> jobs;
   // Everything but input, output, device, progress, stop and frame_sink is

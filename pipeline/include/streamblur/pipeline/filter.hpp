@@ -22,6 +22,7 @@
 
 namespace streamblur {
 
+// Where filters run; backend_name() gives "cpu" or "cuda".
 enum class Backend { Cpu, Cuda };
 const char* backend_name(Backend b);
 
@@ -52,6 +53,7 @@ struct FilterReach {
   int grid_x = 1, grid_y = 1;
 };
 
+// The interface every filter implements (see the top of this file).
 class Filter {
  public:
   virtual ~Filter() = default;
@@ -111,6 +113,7 @@ class Filter {
 // compile. The option's type comes from the field's: double, int, bool or
 // PlaneMask.
 
+// The type of an option's value (from its field's type).
 enum class OptionType { Double, Int, Bool, Planes };
 
 // The value of a `planes` option: the components a filter touches (PlaneComponent bits).
@@ -121,6 +124,7 @@ struct PlaneMask {
 template <class Options>
 struct OptionRow;
 
+// One row of a filter's options table: name, help, type, default, range.
 struct OptionSpec {
   std::string name;
   std::string help;
@@ -147,6 +151,7 @@ struct OptionRow {
   OptionSpec spec;
 };
 
+// The OptionType of an options-struct field of type Field.
 template <class Field>
 constexpr OptionType option_type_of() {
   if constexpr (std::is_same_v<Field, double>) return OptionType::Double;
@@ -176,6 +181,7 @@ OptionRow<Options> OptionSpec::bind(Field Options::*field, std::string name, std
 // for, for messages and tests; filters are built from their options struct.
 using OptionValues = std::map<std::string, double>;
 
+// A registry entry: the filter's name, help, options table and factory.
 struct FilterInfo {
   std::string name;
   std::string help;
@@ -202,6 +208,7 @@ struct FilterInfo {
   }
 };
 
+// Every registered filter; find_filter() gives one by name (nullptr when unknown).
 const std::vector<FilterInfo>& filter_registry();
 const FilterInfo* find_filter(const std::string& name);
 
@@ -212,6 +219,7 @@ std::string filter_list();
 
 struct RegionSpec;  // regions.hpp
 
+// One filter of a parsed chain: its entry, its values and its region limits.
 struct FilterInstanceSpec {
   const FilterInfo* info = nullptr;
   OptionValues values;
@@ -232,14 +240,6 @@ struct FilterInstanceSpec {
 // is escaped twice; here once.)
 std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec);
 
-// A chain of filter instances, in place on every plane they touch.
-class FilterChain {
- public:
-  FilterChain() = default;
-  explicit FilterChain(const std::vector<FilterInstanceSpec>& specs);
-  void configure(const FrameLayout& layout, Backend backend);
-  bool empty() const { return filters_.empty(); }
-  // planes: one per layout plane, same memory space as the backend.
 // The chain's text syntax, shared by the parser and the region options
 // (regions.hpp); the text holds no NUL (parse_filter_chain checks first).
 namespace chain_text {
@@ -257,6 +257,15 @@ std::string unquote(const std::string& text);
 std::size_t printable_length(const std::string& text, std::size_t at);
 }  // namespace chain_text
 
+// A chain of filter instances, in place on every plane they touch.
+class FilterChain {
+ public:
+  FilterChain() = default;
+  explicit FilterChain(const std::vector<FilterInstanceSpec>& specs);
+  // Configures every filter (Filter::configure) for this format and backend.
+  void configure(const FrameLayout& layout, Backend backend);
+  bool empty() const { return filters_.empty(); }
+  // planes: one per layout plane, same memory space as the backend.
   void apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream,
              const FrameContext& frame = {});
   // The chain from src into dst (separate memory, same shapes), where its

@@ -14,6 +14,7 @@ namespace streamblur {
 // Components a plane holds, for the `planes=` option.
 enum PlaneComponent : unsigned { kCompY = 1, kCompU = 2, kCompV = 4, kCompA = 8, kCompRGB = 16 };
 
+// The shape of one plane of a native format.
 struct PlaneLayout {
   int width = 0;
   int height = 0;
@@ -24,6 +25,7 @@ struct PlaneLayout {
   int bytes_per_sample = 1;
 };
 
+// A native format's planes at one picture size.
 struct FrameLayout {
   AVPixelFormat format = AV_PIX_FMT_NONE;
   int width = 0;
@@ -40,6 +42,7 @@ std::optional<FrameLayout> native_layout(AVPixelFormat format, int width, int he
 // The natively processed format closest to `format` (itself when native).
 AVPixelFormat nearest_native_format(AVPixelFormat format);
 
+// FFmpeg's name of `format` (av_get_pix_fmt_name), "unknown" when it has none.
 std::string pixel_format_name(AVPixelFormat format);
 
 // Comma-separated list of the native formats, for --help and the README.

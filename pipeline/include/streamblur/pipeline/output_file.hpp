@@ -34,12 +34,14 @@ class OutputExistsError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What kind of thing an OutputFile writes.
 enum class OutputKind {
   File,      // a regular file, new or replaced: a temporary until commit()
   Sequence,  // an image sequence (out%03d.png): a hidden folder until commit()
   Stream,    // "-", a FIFO, a device, a /proc/self/fd link: written through
 };
 
+// How one run's outputs may be written.
 struct OutputRules {
   bool overwrite = false;           // an existing regular file (or block device) may be replaced
   std::vector<std::string> inputs;  // paths that are read by the run and must never be written
@@ -66,6 +68,7 @@ bool same_file(const std::string& a, const std::string& b, bool a_is_input = fal
 // OutputExistsError, or std::runtime_error naming the path and what it is.
 void check_outputs(const std::vector<NamedOutput>& outputs, const OutputRules& rules);
 
+// One output being written: checked at once, put in place by commit() (rules above).
 class OutputFile {
  public:
   // Checks `path` as check_outputs does, removes stale temporaries of dead

@@ -21,12 +21,14 @@
 
 namespace streamblur {
 
+// The backend a run asks for; resolve_backend() turns it into a Backend.
 enum class BackendChoice { Auto, Cpu, Cuda };
 
 // Auto picks CUDA when a device is present. Throws when CUDA is asked for and
 // there is no device. `why` receives a sentence saying what was chosen.
 Backend resolve_backend(BackendChoice choice, std::string* why = nullptr);
 
+// What PipelineOptions::progress receives.
 struct Progress {
   int64_t frames = 0;          // encoded (or sunk) so far
   int64_t total_estimate = 0;  // 0 when unknown
@@ -68,11 +70,13 @@ struct FrameView {
   cudaStream_t stream = nullptr;    // the slot's stream (device planes; the frame's work on it is complete)
 };
 
+// Time one pipeline stage spent working and waiting.
 struct StageStats {
   double busy_s = 0;     // time spent working in the stage (GPU stages: measured with CUDA events)
   double blocked_s = 0;  // time its output waited for the next stage to take it
 };
 
+// What run_pipeline returns: counts, times per stage, formats, devices.
 struct RunStats {
   std::string backend;
   std::string filters;
@@ -95,6 +99,7 @@ struct RunStats {
   double setup_s = 0, first_frame_s = 0, finish_s = 0;
 };
 
+// Everything one run_pipeline call does: input, output, filters, backend, hooks.
 struct PipelineOptions {
   std::string input;
   std::string output;           // empty: frames go to a null sink (no encoding)

@@ -99,6 +99,7 @@ class RegionTrack {
   std::vector<Keyframe> keyframes_;
 };
 
+// shape=: the box itself or the ellipse inscribed in it.
 enum class RegionShape { Rect, Ellipse };
 
 // The region options of one filter of the chain.
