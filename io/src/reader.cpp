@@ -195,9 +195,18 @@ struct MediaReader::Impl {
   void check_complete();
   void send_eof_to_decoder();
   bool read(DecodedFrame& out);
+  void open_format();
+  const AVCodec* select_video_stream();
+  void open_decoder(const AVCodec* decoder);
+  void describe_video(const AVCodec* decoder);
+  enum class Delivery { Frame, Dropped, End };
+  Delivery deliver(DecodedFrame& out);
+  void note_decode_error(int rc);
+  void feed_decoder();
 };
 
-void MediaReader::Impl::open() {
+// The demuxer, opened and probed.
+void MediaReader::Impl::open_format() {
   AVFormatContext* raw = nullptr;
   if (options.custom_io) {
     raw = avformat_alloc_context();
@@ -223,9 +232,12 @@ void MediaReader::Impl::open() {
     throw AVError("cannot open input " + in_quotes(path) + ": a text file, not video", AVERROR_INVALIDDATA);
 
   AV_CHECK_CTX(avformat_find_stream_info(fmt.get(), nullptr), "cannot read stream information of " + in_quotes(path));
+}
 
+// The best video stream (video_index) and its decoder.
+const AVCodec* MediaReader::Impl::select_video_stream() {
   const AVCodec* decoder = nullptr;
-  rc = av_find_best_stream(fmt.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0);
+  const int rc = av_find_best_stream(fmt.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0);
   if (rc == AVERROR_STREAM_NOT_FOUND)
     throw AVError("no video stream in " + in_quotes(path) + " (" + av_error_string(rc) + ")", rc);
   if (rc == AVERROR_DECODER_NOT_FOUND) {
@@ -237,8 +249,13 @@ void MediaReader::Impl::open() {
   }
   if (rc < 0) throw_av_error(rc, "av_find_best_stream", __FILE__, __LINE__, "cannot select the video stream of " + in_quotes(path));
   video_index = rc;
-  AVStream* st = fmt->streams[video_index];
+  return decoder;
+}
 
+// The decoder, on NVDEC where options.hw_device gives a device and it opens
+// there, else on the CPU (info.hw_note says why).
+void MediaReader::Impl::open_decoder(const AVCodec* decoder) {
+  AVStream* st = fmt->streams[video_index];
   AVBufferRefPtr hw;
   if (options.hw_device) hw = options.hw_device(*st->codecpar, *decoder);
   auto open_decoder = [&](AVBufferRef* hw_device) {
@@ -266,7 +283,7 @@ void MediaReader::Impl::open() {
     }
     return avcodec_open2(dec.get(), decoder, nullptr);
   };
-  rc = open_decoder(hw.get());
+  int rc = open_decoder(hw.get());
   if (rc < 0 && hw) {
     info.hw_note = "the NVDEC decoder could not be opened (" + av_error_string(rc) + ")";
     hw.reset();
@@ -276,7 +293,13 @@ void MediaReader::Impl::open() {
     throw_av_error(rc, "avcodec_open2", __FILE__, __LINE__,
                    "cannot open the " + std::string(decoder->name) + " decoder for " + in_quotes(path));
   info.hw_decode = hw != nullptr;
+}
 
+// info from the stream and the opened decoder; throws where the header gives
+// no usable picture size or pixel format.
+void MediaReader::Impl::describe_video(const AVCodec* decoder) {
+  AVStream* st = fmt->streams[video_index];
+  const bool hw = info.hw_decode;
   info.width = st->codecpar->width;
   info.height = st->codecpar->height;
   // With a hwaccel the context's format becomes AV_PIX_FMT_CUDA once decoding
@@ -308,6 +331,13 @@ void MediaReader::Impl::open() {
     throw AVError("cannot decode the video of " + in_quotes(path) +
                       ": the decoder reports no pixel format (damaged or truncated header?)",
                   AVERROR_INVALIDDATA);
+}
+
+void MediaReader::Impl::open() {
+  open_format();
+  const AVCodec* decoder = select_video_stream();
+  open_decoder(decoder);
+  describe_video(decoder);
   setup_span();
 }
 
@@ -516,115 +546,113 @@ void MediaReader::Impl::send_eof_to_decoder() {
   }
 }
 
+// The decoded `frame` handed out, or dropped where trimming leaves it out.
+MediaReader::Impl::Delivery MediaReader::Impl::deliver(DecodedFrame& out) {
+  consecutive_decode_errors = 0;
+  if (frame->width <= 0 || frame->height <= 0 || frame->format < 0)
+    throw AVError("cannot decode the video of " + in_quotes(path) + ": the decoder gave a frame with no size or " +
+                      "pixel format (damaged input?)",
+                  AVERROR_INVALIDDATA);
+  if (frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT))
+    warn("frame at pts " + std::to_string(frame->best_effort_timestamp) + " was decoded with errors");
+  clamp_colour_tags(*frame);
+  frame->pts = frame->best_effort_timestamp;
+  if (!trimming) {
+    out.frame = std::move(frame);
+    out.passthrough = std::move(pending_passthrough);
+    pending_passthrough.clear();
+    frame = make_frame();
+    return Delivery::Frame;
+  }
+  const Place where = place(*frame);
+  if (where != Place::Keep) {
+    av_frame_unref(frame.get());
+    if (where != Place::End) return Delivery::Dropped;  // Drop, Reseek
+    read_to_span_end();
+    return Delivery::End;
+  }
+  // The other streams' packets timed before this frame go with it; later
+  // ones wait, so none past an end found later (max_frames) goes out.
+  if (frame->pts != AV_NOPTS_VALUE)
+    out.passthrough = release(av_rescale_q(frame->pts, fmt->streams[video_index]->time_base, AV_TIME_BASE_Q), false);
+  else
+    out.passthrough.clear();
+  shift_frame(*frame);
+  out.frame = std::move(frame);
+  frame = make_frame();
+  return Delivery::Frame;
+}
+
+// A frame-threaded decoder reports a bad packet at receive, not at send.
+void MediaReader::Impl::note_decode_error(int rc) {
+  warn("decoding failed: " + av_error_string(rc));
+  if (++consecutive_decode_errors >= kMaxConsecutiveErrors) {
+    warn("too many decoding errors in a row, stopping");
+    decoder_eof = true;
+  }
+}
+
+// One packet read: video goes to the decoder, the other streams wait to go
+// out with the frames; the end of the input flushes the decoder.
+void MediaReader::Impl::feed_decoder() {
+  int rc = av_read_frame(fmt.get(), packet.get());
+  if (rc == AVERROR_EOF) {
+    check_complete();
+    send_eof_to_decoder();
+    return;
+  }
+  if (rc < 0) {
+    warn("reading failed: " + av_error_string(rc));
+    const bool io_dead = fmt->pb && (fmt->pb->eof_reached || fmt->pb->error);
+    if (io_dead || ++consecutive_read_errors >= kMaxConsecutiveErrors) send_eof_to_decoder();
+    return;
+  }
+  consecutive_read_errors = 0;
+  note_packet_end(*packet);
+  if (packet->flags & AV_PKT_FLAG_CORRUPT)
+    warn("packet of stream " + std::to_string(packet->stream_index) + " is marked corrupt");
+  if (packet->stream_index != video_index) {
+    AVPacketPtr copy = make_packet();
+    av_packet_move_ref(copy.get(), packet.get());
+    if (trimming) admit(std::move(copy));
+    else pending_passthrough.push_back(std::move(copy));
+    return;
+  }
+  if (await_keyframe && !(packet->flags & AV_PKT_FLAG_KEY)) {
+    av_packet_unref(packet.get());
+    return;
+  }
+  await_keyframe = false;
+  rc = avcodec_send_packet(dec.get(), packet.get());
+  if (rc == AVERROR(EAGAIN)) {
+    // receive_frame just said EAGAIN, so send must accept; a decoder that
+    // breaks this rule would spin, so the packet is dropped instead.
+    warn("decoder refused a packet after asking for input; packet dropped");
+  } else if (rc < 0 && rc != AVERROR_EOF) {
+    const int64_t pts = packet->pts != AV_NOPTS_VALUE ? packet->pts : packet->dts;
+    warn("decoding packet at pts " + std::to_string(pts) + " failed: " + av_error_string(rc));
+  }
+  av_packet_unref(packet.get());
+}
+
 bool MediaReader::Impl::read(DecodedFrame& out) {
   while (!decoder_eof && !span_over) {
     if (stop.load(std::memory_order_relaxed)) return false;
-
-    int rc = avcodec_receive_frame(dec.get(), frame.get());
+    const int rc = avcodec_receive_frame(dec.get(), frame.get());
     if (rc == 0) {
-      consecutive_decode_errors = 0;
-      if (frame->width <= 0 || frame->height <= 0 || frame->format < 0)
-        throw AVError("cannot decode the video of " + in_quotes(path) + ": the decoder gave a frame with no size or " +
-                          "pixel format (damaged input?)",
-                      AVERROR_INVALIDDATA);
-      if (frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT))
-        warn("frame at pts " + std::to_string(frame->best_effort_timestamp) + " was decoded with errors");
-      clamp_colour_tags(*frame);
-      frame->pts = frame->best_effort_timestamp;
-      if (trimming) {
-        const Place where = place(*frame);
-        if (where != Place::Keep) {
-          av_frame_unref(frame.get());
-          if (where == Place::End) {
-            read_to_span_end();
-            return false;
-          }
-          continue;  // Drop, Reseek
-        }
-        // The other streams' packets timed before this frame go with it; later
-        // ones wait, so none past an end found later (max_frames) goes out.
-        if (frame->pts != AV_NOPTS_VALUE)
-          out.passthrough =
-              release(av_rescale_q(frame->pts, fmt->streams[video_index]->time_base, AV_TIME_BASE_Q), false);
-        else
-          out.passthrough.clear();
-        shift_frame(*frame);
-        out.frame = std::move(frame);
-        frame = make_frame();
-        return true;
-      }
-      out.frame = std::move(frame);
-      out.passthrough = std::move(pending_passthrough);
-      pending_passthrough.clear();
-      frame = make_frame();
-      return true;
+      const Delivery d = deliver(out);
+      if (d == Delivery::Dropped) continue;
+      return d == Delivery::Frame;
     }
-    if (rc == AVERROR_EOF) {
+    // The decoder's end; or it needs input after NULL was sent, where it must
+    // end with AVERROR_EOF: never wait forever.
+    if (rc == AVERROR_EOF || (rc == AVERROR(EAGAIN) && demux_eof)) {
       if (trimming && retry_seek()) continue;
       decoder_eof = true;
       break;
     }
-    if (rc != AVERROR(EAGAIN)) {
-      // A frame-threaded decoder reports a bad packet here, not in send.
-      warn("decoding failed: " + av_error_string(rc));
-      if (++consecutive_decode_errors >= kMaxConsecutiveErrors) {
-        warn("too many decoding errors in a row, stopping");
-        decoder_eof = true;
-        break;
-      }
-      continue;
-    }
-    // EAGAIN: the decoder needs input.
-    if (demux_eof) {
-      // After NULL the decoder must end with AVERROR_EOF; never wait forever.
-      if (trimming && retry_seek()) continue;
-      decoder_eof = true;
-      break;
-    }
-
-    rc = av_read_frame(fmt.get(), packet.get());
-    if (rc == AVERROR_EOF) {
-      check_complete();
-      send_eof_to_decoder();
-      continue;
-    }
-    if (rc < 0) {
-      warn("reading failed: " + av_error_string(rc));
-      const bool io_dead = fmt->pb && (fmt->pb->eof_reached || fmt->pb->error);
-      if (io_dead || ++consecutive_read_errors >= kMaxConsecutiveErrors) send_eof_to_decoder();
-      continue;
-    }
-    consecutive_read_errors = 0;
-    note_packet_end(*packet);
-    if (packet->flags & AV_PKT_FLAG_CORRUPT)
-      warn("packet of stream " + std::to_string(packet->stream_index) + " is marked corrupt");
-
-    if (packet->stream_index != video_index) {
-      AVPacketPtr copy = make_packet();
-      av_packet_move_ref(copy.get(), packet.get());
-      if (trimming) admit(std::move(copy));
-      else pending_passthrough.push_back(std::move(copy));
-      continue;
-    }
-
-    if (await_keyframe) {
-      if (!(packet->flags & AV_PKT_FLAG_KEY)) {
-        av_packet_unref(packet.get());
-        continue;
-      }
-      await_keyframe = false;
-    }
-
-    rc = avcodec_send_packet(dec.get(), packet.get());
-    if (rc == AVERROR(EAGAIN)) {
-      // receive_frame just said EAGAIN, so send must accept; a decoder that
-      // breaks this rule would spin, so the packet is dropped instead.
-      warn("decoder refused a packet after asking for input; packet dropped");
-    } else if (rc < 0 && rc != AVERROR_EOF) {
-      const int64_t pts = packet->pts != AV_NOPTS_VALUE ? packet->pts : packet->dts;
-      warn("decoding packet at pts " + std::to_string(pts) + " failed: " + av_error_string(rc));
-    }
-    av_packet_unref(packet.get());
+    if (rc != AVERROR(EAGAIN)) note_decode_error(rc);
+    else feed_decoder();  // EAGAIN: the decoder needs input
   }
   return false;
 }

@@ -133,6 +133,7 @@ struct MediaWriter::Impl {
   int64_t last_pts = AV_NOPTS_VALUE;    // in enc_tb
   int64_t frames = 0;
   bool finished = false;
+  bool image_muxer = false;             // image2 or image2pipe: pictures only, no other streams
   bool single_image = false;            // an image muxer writing one file (no %d pattern): one frame only
   // HDR metadata of the input (stream side data, else the first frame's), for
   // the output stream and for encoders that write it into the bitstream.
@@ -149,6 +150,15 @@ struct MediaWriter::Impl {
   }
 
   void open(const MediaReader& input, const AVFrame& first, const EncoderOptions& options);
+  void open_container(const EncoderOptions& options);
+  const AVCodec* choose_encoder(const AVFrame& first, const EncoderOptions& options);
+  void take_hdr_metadata(const AVStream& in_vst, const AVFrame& first);
+  void open_encoder(const AVCodec* codec, const AVFrame& first, const EncoderOptions& options,
+                    const VideoInfo& vinfo);
+  void add_video_stream(const AVStream& ist, const VideoInfo& vinfo);
+  bool can_copy_stream(unsigned i, const AVCodecParameters& par);
+  void add_copied_stream(unsigned i, const AVStream& ist);
+  void copy_chapters(const MediaReader& input);
   AVCodecContextPtr try_open_encoder(const AVCodec* codec, const AVFrame& first, const EncoderOptions& options,
                                      AVRational tb, AVRational frame_rate, AVRational sar, int& rc,
                                      std::string& leftover_key);
@@ -232,12 +242,9 @@ static bool mentions_time_base(const std::string& said) {
   return false;
 }
 
-void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, const EncoderOptions& options) {
-  const AVFormatContext* in = input.format_context();
-  const int in_video = input.video_stream_index();
-  const VideoInfo& vinfo = input.video();
+// Steps of open(), in order: container, encoder, streams, chapters, file.
 
-  // --- container --------------------------------------------------------
+void MediaWriter::Impl::open_container(const EncoderOptions& options) {
   const char* format_name = options.format_name.empty() ? nullptr : options.format_name.c_str();
   AVFormatContext* new_oc = nullptr;
   AV_CHECK_CTX(avformat_alloc_output_context2(&new_oc, nullptr, format_name, path.c_str()),
@@ -245,8 +252,13 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
                    (format_name ? " (format " + in_quotes(options.format_name) + ")" : std::string()));
   oc.reset(new_oc);
   const AVOutputFormat* ofmt = oc->oformat;
+  image_muxer = std::strcmp(ofmt->name, "image2") == 0 || std::strcmp(ofmt->name, "image2pipe") == 0;
+}
 
-  // --- encoder ----------------------------------------------------------
+// The encoder asked for, checked against the container; a converter when it
+// cannot take the frames' pixel format.
+const AVCodec* MediaWriter::Impl::choose_encoder(const AVFrame& first, const EncoderOptions& options) {
+  const AVOutputFormat* ofmt = oc->oformat;
   const AVCodec* codec = avcodec_find_encoder_by_name(options.codec.c_str());
   if (!codec) throw AVError("unknown encoder " + in_quotes(options.codec), AVERROR_ENCODER_NOT_FOUND);
   if (codec->type != AVMEDIA_TYPE_VIDEO)
@@ -255,7 +267,6 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
     throw AVError("the " + std::string(ofmt->name) + " container of " + in_quotes(shown) + " cannot hold " +
                       avcodec_get_name(codec->id) + " video",
                   AVERROR(EINVAL));
-
   const auto src_fmt = static_cast<AVPixelFormat>(first.format);
   if (!pix_fmt_supported(codec, src_fmt)) {
     const AVPixelFormat best = avcodec_find_best_pix_fmt_of_list(codec->pix_fmts, src_fmt, 0, nullptr);
@@ -267,24 +278,30 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
                  codec->name, pix_fmt_name(src_fmt), pix_fmt_name(best));
     converter = std::make_unique<FrameConverter>(first.width, first.height, src_fmt, best);
   }
+  return codec;
+}
 
-  input_video_tb = vinfo.time_base;
-  AVRational sar = first.sample_aspect_ratio;
-  if (!valid_rational(sar)) sar = vinfo.sample_aspect_ratio;
-  if (!valid_rational(sar)) sar = AVRational{0, 1};
-
-  // HDR metadata: the input stream's, else the first frame's (HEVC carries it in SEI).
-  const AVStream* in_vst = in->streams[in_video];
+// HDR metadata: the input stream's, else the first frame's (HEVC carries it in SEI).
+void MediaWriter::Impl::take_hdr_metadata(const AVStream& in_vst, const AVFrame& first) {
   auto hdr_data = [&](AVPacketSideDataType stream_type, AVFrameSideDataType frame_type) {
     std::size_t size = 0;
-    if (const uint8_t* d = stream_side_data(*in_vst, stream_type, &size)) return std::vector<uint8_t>(d, d + size);
+    if (const uint8_t* d = stream_side_data(in_vst, stream_type, &size)) return std::vector<uint8_t>(d, d + size);
     if (const AVFrameSideData* fd = av_frame_get_side_data(&first, frame_type))
       return std::vector<uint8_t>(fd->data, fd->data + fd->size);
     return std::vector<uint8_t>();
   };
   mastering_display = hdr_data(AV_PKT_DATA_MASTERING_DISPLAY_METADATA, AV_FRAME_DATA_MASTERING_DISPLAY_METADATA);
   content_light = hdr_data(AV_PKT_DATA_CONTENT_LIGHT_LEVEL, AV_FRAME_DATA_CONTENT_LIGHT_LEVEL);
+}
 
+// Opens `codec` in the input's time base; where the encoder refuses that time
+// base, once more in one derived from the frame rate. Throws naming what was
+// asked for (a bad preset or option value fails here).
+void MediaWriter::Impl::open_encoder(const AVCodec* codec, const AVFrame& first, const EncoderOptions& options,
+                                     const VideoInfo& vinfo) {
+  AVRational sar = first.sample_aspect_ratio;
+  if (!valid_rational(sar)) sar = vinfo.sample_aspect_ratio;
+  if (!valid_rational(sar)) sar = AVRational{0, 1};
   int rc = 0;
   std::string leftover;
   AVRational tb = valid_rational(input_video_tb) ? input_video_tb : av_inv_q(vinfo.frame_rate);
@@ -320,7 +337,6 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
     }
   }
   if (rc < 0) {
-    // Name what was asked for: a bad preset or option value fails here.
     std::string asked;
     if (!options.preset.empty()) asked += "preset " + in_quotes(options.preset);
     if (options.crf >= 0) asked += std::string(asked.empty() ? "" : ", ") + "crf " + std::to_string(options.crf);
@@ -334,138 +350,166 @@ void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, con
   if (!leftover.empty())
     throw AVError("encoder " + in_quotes(codec->name) + " has no option " + in_quotes(leftover), AVERROR_OPTION_NOT_FOUND);
   enc_tb = enc->time_base;
+}
 
-  // --- streams, in input order ------------------------------------------
-  const bool image_muxer = std::strcmp(ofmt->name, "image2") == 0 || std::strcmp(ofmt->name, "image2pipe") == 0;
+// The encoded video stream, with what stays true after a blur: display
+// matrix (pixels are not rotated), HDR mastering display and light level,
+// projection, stereo.
+void MediaWriter::Impl::add_video_stream(const AVStream& ist, const VideoInfo& vinfo) {
+  const AVOutputFormat* ofmt = oc->oformat;
+  AVStream* st = avformat_new_stream(oc.get(), nullptr);
+  if (!st) throw std::bad_alloc();
+  AV_CHECK_CTX(avcodec_parameters_from_context(st->codecpar, enc.get()),
+               "cannot set the video stream parameters of " + in_quotes(shown));
+  st->time_base = enc->time_base;
+  if (valid_rational(vinfo.frame_rate)) st->avg_frame_rate = vinfo.frame_rate;
+  st->sample_aspect_ratio = enc->sample_aspect_ratio;
+  st->disposition = ist.disposition;
+  copy_stream_metadata(&st->metadata, ist.metadata);
+  copy_kept_video_side_data(ist, *st);
+  if (!mastering_display.empty() && !stream_side_data(*st, AV_PKT_DATA_MASTERING_DISPLAY_METADATA))
+    set_stream_side_data(*st, AV_PKT_DATA_MASTERING_DISPLAY_METADATA, mastering_display.data(),
+                         mastering_display.size());
+  if (!content_light.empty() && !stream_side_data(*st, AV_PKT_DATA_CONTENT_LIGHT_LEVEL))
+    set_stream_side_data(*st, AV_PKT_DATA_CONTENT_LIGHT_LEVEL, content_light.data(), content_light.size());
+  bool rotated = false;
+  const double deg = stream_rotation(*st, &rotated);
+  if (rotated && deg != 0 && !holds_display_matrix(ofmt))
+    note("note: %s: the %s container cannot hold the input's display rotation (%g degrees) with this FFmpeg; "
+         "the output plays unrotated",
+         shown.c_str(), image_muxer ? "image" : ofmt->name, deg);
+  video_out_index = st->index;
+}
+
+// Whether input stream `i` (not the video) can be copied; a note says why
+// not where it cannot.
+bool MediaWriter::Impl::can_copy_stream(unsigned i, const AVCodecParameters& par) {
+  const AVOutputFormat* ofmt = oc->oformat;
+  const char* kind = av_get_media_type_string(par.codec_type);
+  kind = kind ? kind : "unknown";
+  if (par.codec_id == AV_CODEC_ID_NONE) {
+    note("note: %s: input stream %u (%s) has no known codec; not copied", shown.c_str(), i, kind);
+    return false;
+  }
+  if (image_muxer) {
+    note("note: %s: image files hold pictures only; input stream %u (%s) not copied", shown.c_str(), i, kind);
+    return false;
+  }
+  // Fonts and other attachments: only Matroska stores them (avformat_query_codec
+  // does not know them as codecs).
+  if (par.codec_type == AVMEDIA_TYPE_ATTACHMENT && std::strcmp(ofmt->name, "matroska") != 0) {
+    note("note: %s: the %s container cannot hold attachments; input stream %u not copied", shown.c_str(),
+         ofmt->name, i);
+    return false;
+  }
+  const int holds = par.codec_type == AVMEDIA_TYPE_ATTACHMENT
+                        ? 1
+                        : avformat_query_codec(ofmt, par.codec_id, FF_COMPLIANCE_NORMAL);
+  // Muxers that cannot say (holds < 0) and have no default codec of that kind
+  // do not take such streams at all.
+  AVCodecID kind_default = AV_CODEC_ID_PROBE;
+  if (par.codec_type == AVMEDIA_TYPE_AUDIO) kind_default = ofmt->audio_codec;
+  if (par.codec_type == AVMEDIA_TYPE_SUBTITLE) kind_default = ofmt->subtitle_codec;
+  if (holds == 0 || (holds < 0 && kind_default == AV_CODEC_ID_NONE)) {
+    note("note: %s: the %s container cannot hold input stream %u (%s %s); not copied", shown.c_str(), ofmt->name,
+         i, kind, avcodec_get_name(par.codec_id));
+    return false;
+  }
+  return true;
+}
+
+// Input stream `i` copied as it is (audio, subtitles, data, attachments), or
+// left out with a note.
+void MediaWriter::Impl::add_copied_stream(unsigned i, const AVStream& ist) {
+  const AVCodecParameters* par = ist.codecpar;
+  if (!can_copy_stream(i, *par)) return;
+  // Copy into a scratch first: a stream once added cannot be taken out again.
+  AVCodecParametersPtr scratch(avcodec_parameters_alloc());
+  if (!scratch) throw std::bad_alloc();
+  const int rc = avcodec_parameters_copy(scratch.get(), par);
+  if (rc < 0) {
+    const char* kind = av_get_media_type_string(par->codec_type);
+    note("note: %s: cannot copy input stream %u (%s %s): %s; not copied", shown.c_str(), i, kind ? kind : "unknown",
+         avcodec_get_name(par->codec_id), av_error_string(rc).c_str());
+    return;
+  }
+  AVStream* st = avformat_new_stream(oc.get(), nullptr);
+  if (!st) throw std::bad_alloc();
+  AV_CHECK_CTX(avcodec_parameters_copy(st->codecpar, scratch.get()),
+               "cannot copy input stream " + std::to_string(i) + " to " + in_quotes(shown));
+  st->codecpar->codec_tag = 0;
+  st->time_base = ist.time_base;
+  st->avg_frame_rate = ist.avg_frame_rate;
+  st->r_frame_rate = ist.r_frame_rate;
+  st->sample_aspect_ratio = ist.sample_aspect_ratio;
+  st->disposition = ist.disposition;
+  copy_stream_metadata(&st->metadata, ist.metadata);
+  stream_map[i] = st->index;
+}
+
+// Chapters, rescaled to the output video's time base (timestamps are kept,
+// so the chapters still mark the same pictures). A trimmed input (ReadSpan)
+// moves them by its timestamp shift, as ffmpeg does: those wholly before the
+// span or after its end are left out, the others clipped to it.
+void MediaWriter::Impl::copy_chapters(const MediaReader& input) {
+  const AVFormatContext* in = input.format_context();
+  if (in->nb_chapters == 0) return;
+  if (!holds_chapters(oc->oformat)) {
+    note("note: %s: the %s container cannot hold chapters; %u chapter(s) not copied", shown.c_str(),
+         oc->oformat->name, in->nb_chapters);
+    return;
+  }
+  const int64_t shift = input.timestamp_shift(), span_end = input.span_end();
+  for (unsigned i = 0; i < in->nb_chapters; ++i) {
+    const AVChapter* c = in->chapters[i];
+    const int64_t d = av_rescale_q(shift, AV_TIME_BASE_Q, c->time_base);
+    int64_t start = c->start - d, end = c->end - d;
+    if (shift != 0 || span_end != AV_NOPTS_VALUE) {
+      const int64_t last =
+          span_end == AV_NOPTS_VALUE ? INT64_MAX : av_rescale_q(span_end, AV_TIME_BASE_Q, c->time_base);
+      if (end <= 0 || start >= last) continue;
+      start = std::max<int64_t>(start, 0);
+      end = std::min(end, last);
+    }
+    add_chapter(*oc, c->id, enc_tb, av_rescale_q_rnd(start, c->time_base, enc_tb, AV_ROUND_NEAR_INF),
+                av_rescale_q_rnd(end, c->time_base, enc_tb, AV_ROUND_NEAR_INF), "");
+    av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0);  // title, language, ...
+  }
+}
+
+void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, const EncoderOptions& options) {
+  const AVFormatContext* in = input.format_context();
+  const int in_video = input.video_stream_index();
+  const VideoInfo& vinfo = input.video();
+  open_container(options);
+  const AVCodec* codec = choose_encoder(first, options);
+  input_video_tb = vinfo.time_base;
+  take_hdr_metadata(*in->streams[in_video], first);
+  open_encoder(codec, first, options, vinfo);
+
+  // Streams, in input order.
   stream_map.assign(in->nb_streams, -1);
   input_tbs.resize(in->nb_streams);
   for (unsigned i = 0; i < in->nb_streams; ++i) {
-    const AVStream* ist = in->streams[i];
-    input_tbs[i] = ist->time_base;
+    input_tbs[i] = in->streams[i]->time_base;
     if (static_cast<int>(i) == in_video) {
-      AVStream* st = avformat_new_stream(oc.get(), nullptr);
-      if (!st) throw std::bad_alloc();
-      AV_CHECK_CTX(avcodec_parameters_from_context(st->codecpar, enc.get()),
-                   "cannot set the video stream parameters of " + in_quotes(shown));
-      st->time_base = enc->time_base;
-      if (valid_rational(vinfo.frame_rate)) st->avg_frame_rate = vinfo.frame_rate;
-      st->sample_aspect_ratio = enc->sample_aspect_ratio;
-      st->disposition = ist->disposition;
-      copy_stream_metadata(&st->metadata, ist->metadata);
-      // What stays true after a blur: display matrix (pixels are not
-      // rotated), HDR mastering display and light level, projection, stereo.
-      copy_kept_video_side_data(*ist, *st);
-      if (!mastering_display.empty() && !stream_side_data(*st, AV_PKT_DATA_MASTERING_DISPLAY_METADATA))
-        set_stream_side_data(*st, AV_PKT_DATA_MASTERING_DISPLAY_METADATA, mastering_display.data(),
-                             mastering_display.size());
-      if (!content_light.empty() && !stream_side_data(*st, AV_PKT_DATA_CONTENT_LIGHT_LEVEL))
-        set_stream_side_data(*st, AV_PKT_DATA_CONTENT_LIGHT_LEVEL, content_light.data(), content_light.size());
-      bool rotated = false;
-      const double deg = stream_rotation(*st, &rotated);
-      if (rotated && deg != 0 && !holds_display_matrix(ofmt))
-        note("note: %s: the %s container cannot hold the input's display rotation (%g degrees) with this FFmpeg; "
-             "the output plays unrotated",
-             shown.c_str(), image_muxer ? "image" : ofmt->name, deg);
-      video_out_index = st->index;
-      stream_map[i] = st->index;
-      continue;
+      add_video_stream(*in->streams[i], vinfo);
+      stream_map[i] = video_out_index;
+    } else {
+      add_copied_stream(i, *in->streams[i]);
     }
-    const AVCodecParameters* par = ist->codecpar;
-    const char* kind = av_get_media_type_string(par->codec_type);
-    kind = kind ? kind : "unknown";
-    if (par->codec_id == AV_CODEC_ID_NONE) {
-      note("note: %s: input stream %u (%s) has no known codec; not copied", shown.c_str(), i, kind);
-      continue;
-    }
-    if (image_muxer) {
-      note("note: %s: image files hold pictures only; input stream %u (%s) not copied",
-                   shown.c_str(), i, kind);
-      continue;
-    }
-    if (par->codec_type == AVMEDIA_TYPE_ATTACHMENT) {
-      // Fonts and other attachments: only Matroska stores them (avformat_query_codec
-      // does not know them as codecs).
-      if (std::strcmp(ofmt->name, "matroska") != 0) {
-        note("note: %s: the %s container cannot hold attachments; input stream %u not copied",
-                     shown.c_str(), ofmt->name, i);
-        continue;
-      }
-    }
-    const int holds = par->codec_type == AVMEDIA_TYPE_ATTACHMENT
-                          ? 1
-                          : avformat_query_codec(ofmt, par->codec_id, FF_COMPLIANCE_NORMAL);
-    // Muxers that cannot say (holds < 0) and have no default codec of that kind
-    // do not take such streams at all.
-    AVCodecID kind_default = AV_CODEC_ID_PROBE;
-    if (par->codec_type == AVMEDIA_TYPE_AUDIO) kind_default = ofmt->audio_codec;
-    if (par->codec_type == AVMEDIA_TYPE_SUBTITLE) kind_default = ofmt->subtitle_codec;
-    if (holds == 0 || (holds < 0 && kind_default == AV_CODEC_ID_NONE)) {
-      note("note: %s: the %s container cannot hold input stream %u (%s %s); not copied",
-                   shown.c_str(), ofmt->name, i, kind, avcodec_get_name(par->codec_id));
-      continue;
-    }
-    // Copy into a scratch first: a stream once added cannot be taken out again.
-    AVCodecParametersPtr scratch(avcodec_parameters_alloc());
-    if (!scratch) throw std::bad_alloc();
-    rc = avcodec_parameters_copy(scratch.get(), par);
-    if (rc < 0) {
-      note("note: %s: cannot copy input stream %u (%s %s): %s; not copied", shown.c_str(), i, kind,
-                   avcodec_get_name(par->codec_id), av_error_string(rc).c_str());
-      continue;
-    }
-    AVStream* st = avformat_new_stream(oc.get(), nullptr);
-    if (!st) throw std::bad_alloc();
-    AV_CHECK_CTX(avcodec_parameters_copy(st->codecpar, scratch.get()),
-                 "cannot copy input stream " + std::to_string(i) + " to " + in_quotes(shown));
-    st->codecpar->codec_tag = 0;
-    st->time_base = ist->time_base;
-    st->avg_frame_rate = ist->avg_frame_rate;
-    st->r_frame_rate = ist->r_frame_rate;
-    st->sample_aspect_ratio = ist->sample_aspect_ratio;
-    st->disposition = ist->disposition;
-    copy_stream_metadata(&st->metadata, ist->metadata);
-    stream_map[i] = st->index;
   }
-
   av_dict_copy(&oc->metadata, in->metadata, 0);
   av_dict_set(&oc->metadata, "encoder", nullptr, 0);
-
-  // Chapters, rescaled to the output video's time base (timestamps are kept,
-  // so the chapters still mark the same pictures). A trimmed input (ReadSpan)
-  // moves them by its timestamp shift, as ffmpeg does: those wholly before the
-  // span or after its end are left out, the others clipped to it.
-  if (in->nb_chapters > 0) {
-    if (holds_chapters(ofmt)) {
-      const int64_t shift = input.timestamp_shift(), span_end = input.span_end();
-      for (unsigned i = 0; i < in->nb_chapters; ++i) {
-        const AVChapter* c = in->chapters[i];
-        const int64_t d = av_rescale_q(shift, AV_TIME_BASE_Q, c->time_base);
-        int64_t start = c->start - d, end = c->end - d;
-        if (shift != 0 || span_end != AV_NOPTS_VALUE) {
-          const int64_t last =
-              span_end == AV_NOPTS_VALUE ? INT64_MAX : av_rescale_q(span_end, AV_TIME_BASE_Q, c->time_base);
-          if (end <= 0 || start >= last) continue;
-          start = std::max<int64_t>(start, 0);
-          end = std::min(end, last);
-        }
-        add_chapter(*oc, c->id, enc_tb, av_rescale_q_rnd(start, c->time_base, enc_tb, AV_ROUND_NEAR_INF),
-                    av_rescale_q_rnd(end, c->time_base, enc_tb, AV_ROUND_NEAR_INF), "");
-        av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0);  // title, language, ...
-      }
-    } else {
-      note("note: %s: the %s container cannot hold chapters; %u chapter(s) not copied", shown.c_str(), ofmt->name,
-           in->nb_chapters);
-    }
-  }
+  copy_chapters(input);
 
   // Image outputs: a pattern (out%03d.png) writes one file per frame; a plain
   // name writes one picture, and a second frame is an error (write_video).
   if (image_muxer) {
-    single_image = std::strcmp(ofmt->name, "image2") == 0 && !is_sequence_pattern(path);
+    single_image = std::strcmp(oc->oformat->name, "image2") == 0 && !is_sequence_pattern(path);
     if (single_image) av_opt_set_int(oc->priv_data, "update", 1, 0);
   }
-
-  if (!(ofmt->flags & AVFMT_NOFILE))
+  if (!(oc->oformat->flags & AVFMT_NOFILE))
     AV_CHECK_CTX(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE), "cannot open output " + in_quotes(shown));
   AV_CHECK_CTX(avformat_write_header(oc.get(), nullptr), "cannot write the header of " + in_quotes(shown));
 }
