@@ -145,8 +145,8 @@ constexpr int kFThreadsX = 32;
 constexpr int kFThreadsY = 8;
 constexpr int kFTileW = 64;
 constexpr int kFTileH = 32;
-// Auto choice for interleaved channels, from measurements on an H200
-// (README): the generic fused kernel beats two passes up to r = 3.
+// Auto choice for interleaved channels: the generic fused kernel beats two
+// passes up to r = 3 (tuning.json: "blur.fused_max_radius").
 constexpr int kFusedMaxRadiusY = 3;
 
 template <class In>
@@ -217,8 +217,9 @@ constexpr int kX4ThreadsY = 8;
 constexpr int kX4TileW = kX4ThreadsX * 4;  // 128 samples
 constexpr int kX4TileH = kX4ThreadsY * 4;  // 32 rows
 constexpr int kX4MaxRadius = 32;           // halo columns are loaded by one thread each
-// Auto uses it up to these radii: measured on an H200 (README), it beats two
-// passes up to r = 15 for the Gaussian and r = 8 for the box, not at 30 / 15.
+// Auto uses it up to these radii: it beats two passes up to r = 15 for the
+// Gaussian and r = 8 for the box, not at 30 / 15 (tuning.json:
+// "blur.x4_auto_max_radius").
 constexpr int kX4AutoMaxRadiusGauss = 16;
 constexpr int kX4AutoMaxRadiusBox = 8;
 
@@ -372,8 +373,9 @@ void check_planes(const Plane<const T>& src, const Plane<T>& dst) {
 // The kernel that runs, after Auto's choice and the fall-backs.
 enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, TwoPass };
 
-// Auto's choice, from the kernel benchmark on an H200 (README; 8- and 16-bit
-// planes, 1080p and 4K):
+// Auto's choice, from the kernel benchmark (8- and 16-bit planes, 1080p and
+// 4K; the figures are in tuning.json, under the entries named here and by the
+// constants below):
 // - Gaussians on one-channel 8-bit planes: the tensor-core kernel from
 //   kTensorFromRadius(Large) to radius 32, and on 8-bit pairs while the band
 //   meets at most 4 blocks of taps (to sigma 7), on planes under 2 M samples
@@ -383,63 +385,36 @@ enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, Tw
 //   measured), the wide two passes above and, on planes of 4 M samples or
 //   more, from kWideFromRadiusLarge;
 // - boxes of radius 1: the 3x3 box kernel (the sliding path's radius 1) on
-//   every plane (4K: 12.1 us against 20.2 register and 25.7 fused, GPU run 5
-//   of 2026-12-03, third session; since its warps take 2 rows each,
-//   2026-12-04, 1080p 8-bit 6.4-6.6 against register 8.9-9.0, 16-bit 6.7
-//   against 9.8-10.1; on smaller planes only until then);
+//   every plane, ahead of the register and fused kernels ("blur.auto_box3");
 // - other boxes up to radius 32: register-blocked, on smaller planes from
-//   radius 1 too (1080p, the same run: r = 1-3 8.9, 9.6, 9.8 us at 8 bits
-//   against the fused kernel's 9.0, 10.0, 11.4; 9.9, 10.5, 11.0 against 9.9,
-//   10.9, 12.3 at 16; it took r <= 3 until then); running sums from
-//   kRunningFromRadius (two passes where those cannot run).
+//   radius 1 too, where it ties or beats the fused kernel
+//   ("blur.auto_box_register"); running sums from kRunningFromRadius (two
+//   passes where those cannot run).
 // Interleaved channels: Gaussians on 8-bit pairs the tensor-core kernel as
 // above, on other pairs the wide passes; boxes on pairs take the running
 // sums (from kRunningFromRadiusPairs); other cases the generic fused kernel
 // up to ry = 3, else two passes.
 constexpr long long kLargePlaneSamples = 4'000'000;
 // Boxes from this radius (rx or ry) take the running sums, whose cost does
-// not grow with the radius (H200, 2026-12-02, all three running kernels
-// programmatic dependent launches; register / running us):
-// - one-channel planes beyond the register path's reach, and before it on
-//   planes of 4 M samples or more (from r = 10 until the re-measurement
-//   below, which moved it to 9 at 8 bits and 7 at 16; 4K 8-bit r = 8: 27.3 / 33.0,
-//   r = 9: 35.3 / 34.8, r = 10: 36.1 / 34.6, r = 11: 37.5 / 32.8; 16-bit
-//   r = 9: 36.3 / 37.2, r = 10: 37.9 / 37.0, r = 11: 39.9 / 35.5), and on
-//   smaller planes from r = 11 (1080p 8-bit r = 10: 13.0 / 13.8, r = 11:
-//   13.5 / 13.3, r = 14: 14.4 / 13.9; 16-bit r = 10: 13.3 / 14.5, r = 11:
-//   13.9 / 13.9, r = 12: 14.3 / 14.0);
-// - interleaved pairs (UV), where the generic fused kernel (ry <= 3) and two
-//   passes are the alternatives: from r = 1 (960x1080x2 8-bit r = 1: fused
-//   16.0, running 14.9; 16-bit 16.2 / 15.4; 1920x2160x2 8-bit r = 1: fused
-//   51.0, running 35.5; r = 8: 94.3 / 36.2).
-// Re-measured with `streamblur-bench kernels --box-radii 1,...,14` (its
-// `fastest` column; GPU run 5 of 2026-12-03, third session, running kernels
-// with compile-time load offsets): 4K 8-bit r = 8: register 27.5 / running
-// 30.3, r = 9: 35.8 / 32.8; 16-bit r = 6: 35.4 / 35.3, r = 7: 37.4 / 33.0,
-// r = 8: 37.6 / 32.8, r = 9: 36.4 / 35.6 (hence 9 and 7 there); 1080p 8-bit
-// r = 10: 13.2 / 13.8, r = 11: 13.6 / 13.8, r = 12: 13.8 / 13.6; 16-bit
-// r = 10: 13.5 / 15.5, r = 11: 14.0 / 14.4, r = 12: 14.5 / 14.2.
+// not grow with the radius: on one-channel planes beyond the register path's
+// reach and, before it, from about where they overtake the register kernel
+// (on planes of 4 M samples or more 9 at 8 bits and 7 at 16, else 11); on
+// interleaved pairs from r = 1, ahead of the generic fused kernel and
+// two passes (tuning.json: "blur.running_from_radius").
 constexpr int kRunningFromRadius = 11;
 constexpr int kRunningFromRadiusLarge = 9;     // 8-bit samples
 constexpr int kRunningFromRadiusLarge16 = 7;   // 16-bit samples
 constexpr int kRunningFromRadiusPairs = 1;
 // One-channel Gaussians on planes of 4 M samples or more take the wide passes
 // (blur_wide.cu) from this radius, at either sample size: above the register
-// kernels' 24 bucket (4K 8-bit, with the DP2A horizontal pass: register 65.5
-// us against wide 70.7-79.2 at r = 20-24, 84.1 against 79.7 at r = 28;
-// 16-bit: register 70.4 against 83.5-90.0 at r = 17-24, 94.9 against 90.6
-// at r = 28). Smaller planes keep the register kernels up to r = 32 (1080p
-// r = 30: 24.0 against 27.7 at 8 bits, 26.5 against 30.5 at 16).
+// kernels' 24 bucket, where the wide passes win. Smaller planes keep the
+// register kernels up to r = 32 (tuning.json: "blur.wide_from_radius").
 constexpr int kWideFromRadiusLarge = 25;
 // One-channel 8-bit Gaussians take the tensor-core kernel (blur_tensor.cu)
-// from these radii up to its largest, 32 (H200, GPU run 52):
-// - planes of 4 M samples or more from r = 5 (4K: sigma 1.5, r = 5, 25.0 us
-//   against the register kernel's 27.9; sigma 2 25.1 against 27.8; sigma 5
-//   32.6 against 43.2; r = 27-30 69.6-71.2 against the wide passes' 79.3;
-//   sigma 1, r = 3: register 19.6 against 26.2);
-// - smaller planes from r = 13 (1080p sigma 5, r = 15: 13.2 against 15.0;
-//   sigma 6-8 15.9 against 19.1; at r <= 12 the register kernels win or tie,
-//   sigma 2 10.7 against 11.4).
+// from these radii up to its largest, 32: on planes of 4 M samples or more
+// from r = 5 (the register kernel wins at r = 3), on smaller planes from
+// r = 13, the register kernels winning or tying below (tuning.json:
+// "blur.tensor_from_radius").
 constexpr int kTensorFromRadiusLarge = 5;
 constexpr int kTensorFromRadius = 13;
 // 8-bit pairs take it up to this many blocks of taps per band, on planes
@@ -464,31 +439,19 @@ Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sam
   if (path == BlurPath::Tensor) path = BlurPath::Register;
   if (path == BlurPath::Wide && wide_fits) return Kernel::Wide;
   // Interleaved 8-bit pairs: the tensor-core kernel (each channel staged
-  // apart since 2026-12-03's fourth session, so its blocks of taps are
-  // counted in pixels) while its band meets at most 4 blocks of taps, on
-  // planes under 2 M samples from 3 blocks. GPU runs 5 and 6 of that
-  // session (tensor against the wide passes of runs 4 and 6, us):
-  // - 1920x2160x2: sigma 0.5-2 (2 blocks) 28.3-28.4 against 39.7-40.4;
-  //   sigma 3-5 (3) 35.8-36.0 against 55.5-56.4; sigma 7 (4) 52.3 against
-  //   72.5-73.3; sigma 10 (5 blocks) 87.5-88.6 against 90.6-90.8 (under 5%:
-  //   left to the wide passes);
-  // - 1920x1080x2 (a 4K frame's UV): sigma 0.5-2 17.8-18.6 against 23.4-23.6;
-  //   sigma 3-5 21.8-23.7 against 32.0-32.4; sigma 7 30.3-31.9 against 41.1;
-  // - 960x540x2 (a 1080p frame's): sigma 0.5-2 11.2-11.3 against 11.0-11.2;
-  //   sigma 3-5 13.9-14.0 against 14.7-14.8; sigma 7 18.5-18.7 against
-  //   18.4-18.7.
-  // Re-checked after the pair kernels went to 3 blocks per SM (2026-12-03,
-  // fifth session, runs 1-2): 1920x1080x2 sigma 2 18.7-19.4 against the
-  // wide passes' 23.0-23.5; 960x540x2 sigma 1-2 11.4 against 10.9-11.2.
+  // apart, so its blocks of taps are counted in pixels) while its band meets
+  // at most 4 blocks of taps, on planes under 2 M samples from 3 blocks: at 5
+  // blocks its lead over the wide passes is under 5%, and on a 1080p frame's
+  // UV plane it is no faster than them at 2 and 4 blocks (tuning.json:
+  // "blur.tensor_pairs").
   if (path == BlurPath::Auto && channels == 2 && tensor_fits) {
     const int blocks = tensor::tap_blocks(rx, ry);
     if (blocks <= kTensorPairsMaxBlocks &&
         (samples_total >= kTensorPairsMinSamples || blocks >= kTensorPairsSmallFromBlocks))
       return Kernel::Tensor;
   }
-  // Other pairs: the wide passes at every sigma measured (960x1080x2 8-bit:
-  // 16.0 us at sigma 0.5 and 15.8 at sigma 1, against the generic fused
-  // kernel's 20.9 and 22.4; 1920x2160x2: 39.9 against 68.0 and 73.5).
+  // Other pairs: the wide passes at every sigma measured, ahead of the
+  // generic fused kernel (tuning.json: "blur.wide_pairs").
   if (path == BlurPath::Auto && wide_fits && channels == 2) return Kernel::Wide;
   if (path == BlurPath::Wide) path = BlurPath::TwoPass;
   const int running_from =
@@ -543,10 +506,10 @@ BlurPath path_of(Kernel k) {
 // detail::to_high_bits). The register and wide Gaussians read and write such
 // samples themselves; for the other kernels the plane is shifted down into
 // dst, blurred there in place and shifted back up (two more passes over it).
-// (Shifting the register kernels' staged samples as they were loaded cost
-// the 16-bit ones with batched loads 25-30%, GPU run 60a: 4K sigma 2 34.5
-// against 26.6 us, box r = 15 65.0 against 52.1; the Gaussian now clears the
-// low bits as it converts the staged samples, and the box shifts around.)
+// (The register Gaussian clears the low bits as it converts the staged
+// samples, and the register box shifts around: shifting the staged samples
+// as they are loaded costs the 16-bit kernels with batched loads about a
+// quarter more time; tuning.json: "blur.p010_shift".)
 template <class T, class Acc, bool kWeighted>
 void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const float* host_weights, int rx, int ry,
                 void* scratch, BlurPath path, int shift, cudaStream_t stream) {

@@ -19,7 +19,7 @@
 //    edge row repeated, so Q extends linearly beyond both ends). Then it
 //    slides the sums down the band in registers, a row entering and a row
 //    leaving the window per row, loaded (8 samples in one load) a step
-//    ahead. G rows at a time (G = 1 by default; see STREAMBLUR_RUNNING_STEP),
+//    ahead. G rows at a time (G = kRowsPerScan, below),
 //    the block scans the column sums into G row prefixes P in shared memory
 //    (one cub::BlockScan over G x channels sums), and each output is
 //    P(x + rx + 1) - P(x - rx), P extended linearly past the row's ends the
@@ -232,8 +232,7 @@ struct VecAdd {
 
 // The rounded quotient (n + d / 2) / d of a 32-bit sum by a fixed d >= 2, by
 // multiplication (Granlund and Montgomery's round-up method, exact for every
-// 32-bit n): the float quotient's two conversions were a large part of the
-// old row kernel's instructions (the band kernel's predecessor).
+// 32-bit n), without a float quotient's two conversions per output.
 struct Divider {
   uint32_t magic;
   int shift;  // ceil(log2 d) - 1
@@ -258,7 +257,7 @@ __device__ __forceinline__ uint32_t divide_round(uint32_t sum, uint32_t count, c
 // of the true quotient (four roundings of 2^-24 relative each, times at most
 // 65536), so its integer part is off by at most one; the remainder of that
 // estimate lies in [-d, 2d) and so is exact in 32-bit wrapping arithmetic,
-// and one step fixes the estimate. It replaced a double quotient (a 64-bit
+// and one step fixes the estimate: cheaper than a double quotient (a 64-bit
 // to double conversion and back, and a 64-bit product, per output).
 struct WideDivider {
   float inv;          // 1 / d
@@ -367,55 +366,32 @@ __host__ __device__ constexpr int prefix_stride(int entries) {
   return (entries * static_cast<int>(sizeof(Acc)) + 15) / 16 * 16 / static_cast<int>(sizeof(Acc));
 }
 
-// Tuning knobs for benchmarks (.gpu/prof builds variants with -D): rows per
-// scan (G), blocks per multiprocessor the registers must allow (512-thread
-// blocks), and the 4-sample outputs. GPU run 72, 4K 8-bit r = 60, box_bands
-// alone (bands then started from up to 31 rows): G = 1, 2 blocks: 38.9 us;
-// G = 2, 2 blocks: 40.2; G = 4, 1 block (128 registers): 46.2; one sample
-// per output store: +4-10%. Run 75, with the 8-row sub-segments: 28.7 us;
-// one barrier per row instead of cub's scan and a second barrier (each
-// warp's prefixes plus a per-warp table of offsets): 33.1, and with one
-// block per SM as well: 38.0.
-#ifndef STREAMBLUR_RUNNING_STEP
-#define STREAMBLUR_RUNNING_STEP 1
-#endif
-#ifndef STREAMBLUR_RUNNING_MIN_BLOCKS
-#define STREAMBLUR_RUNNING_MIN_BLOCKS 2
-#endif
-#ifndef STREAMBLUR_RUNNING_VEC_OUT
-#define STREAMBLUR_RUNNING_VEC_OUT 1
-#endif
-// Groups of 4 outputs that straddle an end of the row: their prefixes
-// without branches (p_ext, below).
-#ifndef STREAMBLUR_RUNNING_STRADDLE
-#define STREAMBLUR_RUNNING_STRADDLE 1
-#endif
-// The 4-output loads' offsets modulo 4 as compile-time constants (below).
-#ifndef STREAMBLUR_RUNNING_PHASES
-#define STREAMBLUR_RUNNING_PHASES 1
-#endif
+// Rows per scan (G) and the blocks per multiprocessor that the band kernel's
+// registers must allow (512-thread blocks): one row per cub scan at 2 blocks
+// ran fastest, ahead of 2 rows, 4 rows at 1 block and a scan of one barrier
+// per row; 4 outputs per store beat one (tuning.json: "running.band_shape").
+constexpr int kRowsPerScan = 1;
+constexpr int kBandMinBlocks = 2;
 
 // Blocks per multiprocessor that a band kernel's registers must allow: one
 // for 1024 threads; three for 256 threads with 32-bit prefixes (rows of up to
 // 2048 samples: 1080p planes and 960x1080 pairs), whose grid is one wave of
-// blocks, so that the band count follows (at 84 registers the 8-bit pair
-// kernel fitted 2 blocks, 216 bands of 5 rows at 960x1080, and Nsight
-// Compute put its occupancy at 20%: 16.9 us against 14.6 for the
-// one-channel kernel at 3 blocks, GPU run 4 of 2026-12-03); otherwise the
-// knob.
+// blocks, so that the band count follows (left at 2 blocks, the 8-bit pair
+// kernel ran its bands at low occupancy; tuning.json:
+// "running.band_min_blocks"); otherwise kBandMinBlocks.
 template <class Acc, int kBlock>
 constexpr int band_min_blocks() {
   if (kBlock == 1024) return 1;
-  if (kBlock == 256 && sizeof(Acc) == 4) return std::max(3, STREAMBLUR_RUNNING_MIN_BLOCKS);
-  return STREAMBLUR_RUNNING_MIN_BLOCKS;
+  if (kBlock == 256 && sizeof(Acc) == 4) return std::max(3, kBandMinBlocks);
+  return kBandMinBlocks;
 }
 
-// Rows scanned together (G): the knob, at most 2 where more prefix rows would
-// not fit the shared memory (64-bit sums on the widest rows) or the registers
-// (1024 threads).
+// Rows scanned together (G): kRowsPerScan, at most 2 where more prefix rows
+// would not fit the shared memory (64-bit sums on the widest rows) or the
+// registers (1024 threads).
 template <class Acc, int kBlock>
 constexpr int rows_per_step() {
-  return sizeof(Acc) == 8 || kBlock == 1024 ? std::min(2, STREAMBLUR_RUNNING_STEP) : STREAMBLUR_RUNNING_STEP;
+  return sizeof(Acc) == 8 || kBlock == 1024 ? std::min(2, kRowsPerScan) : kRowsPerScan;
 }
 
 // G prefix rows, and 8 entries past the last one that the 4-output loads may
@@ -664,10 +640,9 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
     // (below): an entry clamped into the row plus the extension past either
     // end, so that one lane's eight loads issue together. (With p_at, whose
     // branches hold each load back, the one lane at each end of a row whose
-    // group straddled it cost the whole block that lane's latency at every
-    // row: rows with rx % 4 = 1 or 2, which have such a group at both ends,
-    // took 32.7-32.9 us at 4K 8-bit against 30.4-30.6 for the others, GPU run
-    // 5 of 2026-12-03, third session.)
+    // group straddles it costs the whole block that lane's latency at every
+    // row; rows with rx % 4 = 1 or 2 have such a group at both ends;
+    // tuning.json: "running.straddle".)
     auto p_ext = [&](auto v, int i, int c) {
       using V = decltype(v);
       const int xc = min(max(i, 0), width);
@@ -703,7 +678,7 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int x = (s4 + j) / C, c = s4 + j - x * C;
-          if (STREAMBLUR_RUNNING_STRADDLE && !kSteps) {  // (with steps, the 64-register pair kernels spilled)
+          if (!kSteps) {  // (with steps, the 64-register pair kernels spilled)
             hi[j] = p_ext(V{}, x + rx + 1, c);
             lo[j] = p_ext(V{}, x - rx, c);
           } else {
@@ -713,7 +688,7 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
         }
       }
     };
-    if (STREAMBLUR_RUNNING_VEC_OUT && out_aligned) {
+    if (out_aligned) {
       // Four consecutive samples per thread and store. Sample s's two
       // prefixes are the entries s + (rx + 1) C and s - rx C: loaded where
       // they lie in [0, samples + C), computed from the row's edge columns
@@ -728,11 +703,10 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
         // seven as steps from the sum one pixel before, all from their low
         // 32 bits. A step down a row is a row entering the window less one
         // leaving it, below 255 (2 rx + 1), and the divisor is larger, as
-        // 2 ry + 1 > 255 too (quotient_steps_hold). (With four samples per
-        // thread and a division for every four outputs, 4K 8-bit r = 2052
-        // took 48% more instructions than r = 1919, Nsight Compute, GPU run 4
-        // of 2026-12-03; eight samples and a division each: 36.7 -> 34.6 us,
-        // GPU run 6.)
+        // 2 ry + 1 > 255 too (quotient_steps_hold). (Four samples per thread
+        // and a division for every four outputs cost these windows far more
+        // instructions than those with 32-bit sums; tuning.json:
+        // "running.eight_outputs".)
         // (A loop that runs at most once: as an `if`, the 64-register kernels
         // spilled 114-298 bytes.)
         for (int s8 = 8 * t; s8 < samples; s8 += 8 * kBlock) {
@@ -782,18 +756,17 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
         // one loop per value of rx % 4 (one channel) or rx % 2 (pairs).
         // With the offset a runtime value, the unaligned loads' selects and
         // branches made rows with both offsets unaligned (rx % 4 = 1, 2)
-        // execute 12% more instructions than the others (Nsight Compute, 4K
-        // 8-bit r = 30 against 31: 16.3 M against 14.6 M, 41.6 against 36.2
-        // us; GPU run 4 of 2026-12-03, third session).
+        // execute more instructions than the others (tuning.json:
+        // "running.load_phases").
         using std::integral_constant;
-        if constexpr (sizeof(Acc) == 4 && C == 1 && STREAMBLUR_RUNNING_PHASES) {
+        if constexpr (sizeof(Acc) == 4 && C == 1) {
           switch (rx & 3) {
             case 0: groups(integral_constant<int, 1>{}, integral_constant<int, 0>{}); break;
             case 1: groups(integral_constant<int, 2>{}, integral_constant<int, 3>{}); break;
             case 2: groups(integral_constant<int, 3>{}, integral_constant<int, 2>{}); break;
             default: groups(integral_constant<int, 0>{}, integral_constant<int, 1>{}); break;
           }
-        } else if constexpr (sizeof(Acc) == 4 && C == 2 && STREAMBLUR_RUNNING_PHASES) {
+        } else if constexpr (sizeof(Acc) == 4 && C == 2) {
           if (rx & 1) groups(integral_constant<int, 0>{}, integral_constant<int, 2>{});
           else groups(integral_constant<int, 2>{}, integral_constant<int, 0>{});
         } else {
@@ -803,9 +776,8 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
     } else {
       // One output at a time. Unrolled, this path set the register count
       // of the whole kernel and made the 64-register kernels (512 and 1024
-      // threads) spill; the 256-thread kernels have room and ran faster
-      // with it unrolled (1080p 8-bit: 12.4 against 13.2 us rolled, GPU run
-      // 4 of 2026-12-02, fifth session).
+      // threads) spill; the 256-thread kernels have room and run faster
+      // with it unrolled (tuning.json: "running.one_output_unroll").
 #pragma unroll(kWraps || kBlock > 256 ? 1 : 4)
       for (int s = t; s < samples; s += kBlock) {
         const int x = s / C, c = s - x * C;
@@ -909,7 +881,7 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
     // per store, only the band's first row: its first quotients divide true
     // prefixes, and every later row's step from the row above and from the
     // low 32 bits alone; one output at a time, every row.
-    auto wrap_records_read = [&](int g) { return !(STREAMBLUR_RUNNING_VEC_OUT && out_aligned) || (g == 0 && y == y0); };
+    auto wrap_records_read = [&](int g) { return !out_aligned || (g == 0 && y == y0); };
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       Acc p[kItems];
@@ -1001,9 +973,9 @@ int band_rows(int height, int blocks_per_sm, int step) {
 // as the kernel before it in the stream ends. Devices before sm_90 take 0.
 // box_bands reads the source before its wait, so the source's producer must
 // have ended before box_bands starts: segment_sums waits for it before it
-// signals (a first trial of mode 3 signalled before that wait, and a
-// producer that signals early would then have raced box_bands' first loads:
-// the test CudaBlur.RunningBoxWaitsForAnEarlySignallingProducer).
+// signals (signalling first would let a producer that signals early race
+// box_bands' first loads: the test
+// CudaBlur.RunningBoxWaitsForAnEarlySignallingProducer).
 int launch_mode() {
   static const int mode = [] {
     const char* e = std::getenv("STREAMBLUR_RUNNING_PDL");

@@ -36,8 +36,8 @@
 // are exact in the fp32 accumulators); the terms dropped (the taps' lo x H's
 // lo) are below 2^-20 of a sample. With the taps' hi parts alone, 1.2-1.4%
 // of the samples of a random plane at sigma 1 differed from the float64
-// reference (H200, 4K sigma 2 and 5 about 3% faster), against the tests'
-// limit of 1%.
+// reference, against the tests' limit of 1%, for a few percent of speed
+// (tuning.json: "tensor.split_taps").
 //
 // The grid is persistent (as many blocks as fit at once), each block loading
 // its next tile's source into registers while it computes the current one
@@ -86,23 +86,6 @@ constexpr int steps_x(int rx) { return (16 + align4(rx) + rx + 15) / 16; }
 constexpr int steps_y(int ry) { return (16 + 2 * ry + 15) / 16; }
 constexpr int steps(int rx, int ry) { return std::max(steps_x(rx), steps_y(ry)); }
 static_assert(steps(kMaxRadius, kMaxRadius) == 5, "launch() instantiates 1 to 5 steps");
-
-// Separate counts across and down (1, 0 with a single count, for
-// tests/gpu/ab.sh's side-by-side runs).
-#ifndef STREAMBLUR_TENSOR_SPLIT_STEPS
-#define STREAMBLUR_TENSOR_SPLIT_STEPS 1
-#endif
-
-// Pairs' last partial round of groups loaded late (0: with the others, for
-// side-by-side runs).
-#ifndef STREAMBLUR_TENSOR_PAIR_LATE
-#define STREAMBLUR_TENSOR_PAIR_LATE 1
-#endif
-// The vertical pass's three products summed in one accumulator (1: pairs;
-// 2: every kernel; 0: three apart, shorter MMA chains).
-#ifndef STREAMBLUR_TENSOR_ONE_SUM
-#define STREAMBLUR_TENSOR_ONE_SUM 1
-#endif
 
 // The taps in shared memory as fp16 high parts and remainders, zero-padded
 // by kTapPad on both sides so that every fragment's index is in range.
@@ -193,11 +176,10 @@ struct Tile {
   static constexpr int kGroupsPerRow = L::kCols / (4 * C);
   static constexpr int kGroups = L::kRows * kGroupsPerRow;
   static constexpr int kPer = (kGroups + kThreads - 1) / kThreads;
-  // The rounds of groups loaded while the current tile is computed; the
-  // rest (a partial round) loaded after its vertical pass, so that their
-  // registers are free through both passes (pairs, with
-  // STREAMBLUR_TENSOR_PAIR_LATE).
-  static constexpr int kEarly = C == 2 && STREAMBLUR_TENSOR_PAIR_LATE ? kGroups / kThreads : kPer;
+  // The rounds of groups loaded while the current tile is computed; on
+  // pairs the rest (a partial round) is loaded after the vertical pass, so
+  // that its registers are free through both passes (see kMinBlocks).
+  static constexpr int kEarly = C == 2 ? kGroups / kThreads : kPer;
   uint32_t words[kPer][C];
 
   // Rows [y0 - ry, ...), samples [x0 - C A, ...) (rx in pixels), edges
@@ -258,36 +240,26 @@ struct Tile {
 // loading the next tile's source while it computes the current one.
 // Blocks per SM the registers must allow: as many as the tile's shared
 // memory lets an H200's SM hold (228 KB, 1 KB reserved per block), at most 3
-// (the compiler took 138 registers at S = 4 with 1 block, 60 against 36 us
-// at 4K, where shared memory fits 2), and at most 2 where the counts differ
-// (STREAMBLUR_TENSOR_SPLIT_BLOCKS: at 3, 80 registers, the 3 x 2 kernel
-// spilled and took 31.7 us on a 1920x2160x2 plane at sigma 2, at 2 29.9
-// us; GPU run 2, 2026-12-03, fourth session, with the pairs' channels still
-// interleaved).
-#ifndef STREAMBLUR_TENSOR_SPLIT_BLOCKS
-#define STREAMBLUR_TENSOR_SPLIT_BLOCKS 2
-#endif
-// On pairs at most STREAMBLUR_TENSOR_PAIR_BLOCKS (3). At 3, 80 registers,
-// the 2 x 2 pair kernel spilled 72 bytes while it held its next tile's whole
-// source and summed the vertical products apart; it holds no more than
-// whole rounds of groups now, its last partial round loaded after the
-// vertical pass (STREAMBLUR_TENSOR_PAIR_LATE), and sums the vertical
-// products in one accumulator (STREAMBLUR_TENSOR_ONE_SUM), and spills
-// nothing. GPU runs 1-2, 2026-12-03, fifth session, sigma 2, against 2
-// blocks: a 4K nv12 frame through the chain's graph 40.3-40.7 us against
-// 42.2-42.5 (its Y and UV kernels run side by side, the UV blocks filling
-// the SMs the Y kernel's last round leaves), a 1920x2160x2 plane 26.3-28.5
-// against 28.5-28.6; but a lone 1920x1080x2 plane (510 tiles over 396
-// blocks, the second round under a third full) 18.7-19.4 against 17.8-18.1.
-#ifndef STREAMBLUR_TENSOR_PAIR_BLOCKS
-#define STREAMBLUR_TENSOR_PAIR_BLOCKS 3
-#endif
+// (with 1 block the compiler took 138 registers at S = 4 and ran far slower
+// than at 2, which shared memory fits there), and at most kSplitMinBlocks
+// where the counts differ (at 3, 80 registers, the 3 x 2 kernel spilled and
+// ran slower; tuning.json: "tensor.min_blocks").
+constexpr int kSplitMinBlocks = 2;
+// On pairs at most kPairMinBlocks. At 3, 80 registers, the 2 x 2 pair kernel
+// spilled 72 bytes while it held its next tile's whole source and summed the
+// vertical products apart; it holds no more than whole rounds of groups
+// (Tile::kEarly), its last partial round loaded after the vertical pass, and
+// sums the vertical products in one accumulator (kOneSum), and spills
+// nothing. 3 blocks beat 2 on a whole frame's graph, where the UV blocks fill
+// the SMs the Y kernel's last round leaves, though not on a lone 1920x1080x2
+// plane (tuning.json: "tensor.pair_blocks").
+constexpr int kPairMinBlocks = 3;
 template <int SX, int SY, int C>
 constexpr int kMinBlocks = static_cast<int>(
-    std::min<std::size_t>({SX == SY ? 3 : STREAMBLUR_TENSOR_SPLIT_BLOCKS, C == 1 ? 3 : STREAMBLUR_TENSOR_PAIR_BLOCKS,
+    std::min<std::size_t>({SX == SY ? 3 : kSplitMinBlocks, C == 1 ? 3 : kPairMinBlocks,
                            228 * 1024 / (Layout<SX, SY, C>::kShared + 1024)}));
 static_assert(kMinBlocks<2, 2, 1> == 3 && kMinBlocks<3, 3, 1> == 2 && kMinBlocks<4, 4, 1> == 2 &&
-              kMinBlocks<5, 5, 1> == 1 && kMinBlocks<2, 2, 2> == STREAMBLUR_TENSOR_PAIR_BLOCKS);
+              kMinBlocks<5, 5, 1> == 1 && kMinBlocks<2, 2, 2> == kPairMinBlocks);
 
 // C: 1, or 2 interleaved channels (staged apart, interleaved again at the store).
 template <int SX, int SY, int C>
@@ -387,8 +359,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(
     __syncthreads();  // every warp is done with the staged source: the output tile takes its place
 
     // Vertical: taps hi x H hi, taps lo x H hi and taps hi x H lo, summed
-    // apart (or in one sum: fewer registers, a chain three times as long).
-    constexpr bool kOneSum = STREAMBLUR_TENSOR_ONE_SUM == 2 || (STREAMBLUR_TENSOR_ONE_SUM == 1 && C == 2);
+    // apart (shorter MMA chains), or on pairs in one sum (fewer registers, a
+    // chain three times as long; see kMinBlocks).
+    constexpr bool kOneSum = C == 2;
     constexpr int kSums = kOneSum ? 1 : 3;
 #pragma unroll
     for (int ob = 0; ob < kTileH / 16; ++ob) {
@@ -469,7 +442,7 @@ struct Steps {
 };
 constexpr Steps launch_steps_for(int rx, int ry) {
   const int sx = steps_x(rx), sy = steps_y(ry), s = std::max(sx, sy);
-  if (!STREAMBLUR_TENSOR_SPLIT_STEPS || !instantiated(sx, sy)) return {s, s};
+  if (!instantiated(sx, sy)) return {s, s};
   return {sx, sy};
 }
 

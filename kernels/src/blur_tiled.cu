@@ -83,10 +83,10 @@ __device__ __forceinline__ void unpack4(const uint16_t* p, float out[4], uint32_
 // [x0 - halo, x0 + 128 + halo) with halo = rx rounded up to 4 (at most 32), so
 // that the interior starts 4-sample aligned. Edges clamp. Each thread issues
 // the loads of kBatch rows before it stores any of them, so that many loads
-// are in flight (a row at a time, the tall tiles' loads were bound by memory
-// latency: -15% time at radius 15-30 on an H200). Short tiles keep kBatch = 1:
-// their few rows per thread gain nothing, and the registers cost occupancy
-// (+30% time at radius 1).
+// are in flight (a row at a time, the tall tiles' loads are bound by memory
+// latency). Short tiles keep kBatch = 1: their few rows per thread gain
+// nothing, and the registers cost occupancy (tuning.json:
+// "tiled.batched_loads").
 template <class T, int kBatch>
 __device__ __forceinline__ void load_tile(const T* __restrict__ src, std::ptrdiff_t pitch, int width, int height, int x0,
                                           int y0, int rows_in, int halo_x, int ry, int stride, bool vector_io,
@@ -282,9 +282,9 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
   }
 }
 
-// The batched loads' registers capped for 3 blocks per SM (80 registers), as
-// the tall Gaussian tiles: the compiler took 93 for 8-bit samples once code
-// elsewhere in this file changed, fitting 2 blocks (4K r = 15: 42 -> 52 us).
+// Its own tile layout (no kGaussTilePad), which keeps the 8-bit kernel at 80
+// registers and 3 blocks per SM: through the Gaussian's tile_bytes the
+// compiler took 93 and fitted 2, much slower (tuning.json: "tiled.box_layout").
 template <class T, int TH, int kBatch>
 __global__ void __launch_bounds__(kThreadsX * kThreadsY)
 box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
@@ -444,8 +444,6 @@ bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0 && pitch % static_cast<std::ptrdiff_t>(bytes) == 0;
 }
 
-// Tile height by radius: taller tiles recompute fewer halo rows in the
-// horizontal pass, shorter ones use less shared memory.
 // ---- The 3x3 box (rx = ry = 1), the sliding path's radius 1: bound by
 // memory, so built for bytes in flight. Each lane owns 8 samples of a row
 // (one 8- or 16-byte load), the warp 256 consecutive samples; a lane's
@@ -453,26 +451,15 @@ bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t bytes) {
 // Each warp writes kBox3Rows rows and issues the loads of all its
 // kBox3Rows + 2 rows before it adds any. Sums are exact; the quotient by 9 is
 // a multiply-high (exact for every sum a 3x3 box of 8- or 16-bit samples has).
-// Two rows per warp (H200, 2026-12-04, three rounds of tests/gpu/ab.sh; us
-// for 2 / 4 / 8 rows): 1080p 8-bit 6.4-6.6 / 7.2-7.3 / 9.8-10.0, 16-bit
-// 6.7 / 8.0-8.1 / 11.3-11.4; 4K 8-bit 12.1-12.3 / 12.1-12.2 / 11.8-12.0,
-// 16-bit 13.8-14.0 / 13.7-13.8 / 17.4-17.6. A 1080p plane is one wave of
-// short warps: more of them, each with fewer dependent rows, finish sooner
-// (16 rows: 15.7-15.8 us); 4 warps per block (2: slower at every size, 8:
-// the same). Planes over 65535 x 8 rows need strips that step down by the
-// grid; that loop, run on every plane, cost 1.2-1.5 us at 4K, so it is a
-// separate instantiation (three rounds of tests/gpu/ab.sh, 2026-12-04, loop /
-// one strip per warp: 1080p 8-bit 6.7-6.9 / 6.4-6.7, 16-bit 6.8-7.0 /
-// 6.8-6.9; 4K 8-bit 13.6 / 12.2-12.3, 16-bit 15.1-15.2 / 13.9-14.1 us).
-#ifndef STREAMBLUR_BOX3_ROWS
-#define STREAMBLUR_BOX3_ROWS 2
-#endif
-#ifndef STREAMBLUR_BOX3_WARPS
-#define STREAMBLUR_BOX3_WARPS 4
-#endif
+// Two rows per warp: a 1080p plane is one wave of short warps, and more of
+// them, each with fewer dependent rows, finish sooner, while 4K gains little
+// from more rows per warp; 4 warps per block (tuning.json: "tiled.box3").
+// Planes over 65535 x 8 rows need strips that step down by the grid; that
+// loop, run on every plane, costs time at 4K, so it is a separate
+// instantiation.
 constexpr int kBox3Lane = 8;   // samples per lane
-constexpr int kBox3Rows = STREAMBLUR_BOX3_ROWS;    // output rows per warp
-constexpr int kBox3Warps = STREAMBLUR_BOX3_WARPS;  // warps per block, stacked over row strips
+constexpr int kBox3Rows = 2;   // output rows per warp
+constexpr int kBox3Warps = 4;  // warps per block, stacked over row strips
 constexpr unsigned kBox3MaxGridY = 65535;          // taller planes: blocks step down by the grid
 
 template <class T> struct Box3Word;
@@ -579,7 +566,7 @@ __device__ __forceinline__ void box3_strip(const T* __restrict__ src, std::ptrdi
 
 // kStrided: the plane is taller than the grid's kBox3MaxGridY blocks of
 // strips, and each warp's strips step down by the grid. Otherwise each warp
-// runs its one strip, without the loop (timings above).
+// runs its one strip, without the loop (see kBox3Rows).
 template <class T, bool kStrided>
 __global__ void __launch_bounds__(32 * kBox3Warps)
 box3(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch, int width,
@@ -593,10 +580,13 @@ box3(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, s
   }
 }
 
+// Tile height by radius: taller tiles recompute fewer halo rows in the
+// horizontal pass, shorter ones use less shared memory.
 template <int R> constexpr int gauss_tile_rows() { return R <= 4 ? 32 : 64; }
 // The tall tiles' registers capped for 3 blocks per SM (80 registers): left
-// to itself the compiler may take 86-88 and fit 2, 20% slower at R = 6 and
-// 16 on an H200; a cap of 4 (64 registers) is slower again (10-20%).
+// to itself the compiler may take 86-88 and fit 2, which is slower, and a cap
+// of 4 blocks (64 registers) is slower again (tuning.json:
+// "tiled.gauss_min_blocks").
 template <int R> constexpr int gauss_min_blocks() { return R <= 4 ? 1 : 3; }
 
 dim3 tile_grid(int width, int height, int tile_rows) {
@@ -671,8 +661,8 @@ void launch_box3(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int
   STREAMBLUR_CHECK_LAUNCH("box3", stream);
 }
 
-// Box tiles of 64 rows (32 measured slower at 4K: +10% at r = 3 and 8); rows
-// loaded in batches above ry = 8 (see load_tile).
+// Box tiles of 64 rows (32 are slower at 4K; tuning.json: "tiled.box_tile_rows");
+// rows loaded in batches above ry = 8 (see load_tile).
 constexpr int kBoxTileRows = 64;
 
 int gauss_bucket(int radius) {

@@ -242,8 +242,8 @@ __device__ __forceinline__ void row_chunk(float* X, float* Y, float* Z, const T*
 }
 
 // 8-bit, one channel: three blocks per multiprocessor (80 registers, no
-// spills), 4-11% faster than the compiler's 93 registers and two blocks
-// (H200, 4K). The others need more registers than that.
+// spills), faster than the compiler's 93 registers and two blocks
+// (tuning.json: "wide.rows_min_blocks"). The others need more registers than that.
 template <class T, int C, int kMinBlocks = sizeof(T) == 1 && C == 1 ? 3 : 2>
 __global__ void __launch_bounds__(32 * kRowWarps, kMinBlocks)
 wide_rows(const T* __restrict__ src, std::ptrdiff_t src_pitch, typename Mid<T>::type* __restrict__ mid,
