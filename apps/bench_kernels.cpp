@@ -17,6 +17,7 @@
 #include "streamblur/kernels/cuda_blur.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
+#include "streamblur/kernels/detail/blur_path.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"

@@ -14,7 +14,7 @@
 #include <stdexcept>
 
 #include "streamblur/io/reader.hpp"
-#include "streamblur/io/synthetic_clip.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 
 namespace streamblur::bench {
@@ -108,186 +108,252 @@ bool ffmpeg_hwaccel_fell_back(const std::string& log) {
          log.find("hwaccel initialisation returned error") != std::string::npos;
 }
 
+namespace {
+
+// An ffmpeg job beside ours: its arguments, and the CPU row of ffmpeg's it is
+// measured against.
+struct FfmpegJob {
+  const char* job;
+  const char* decoder;
+  std::string args;
+  const char* ref;
+};
+
+// One run of run_pipeline_bench, a clip at a time: every streamblur row of
+// the clip, its NVDEC rows, then ffmpeg's and the comparisons with them.
+class PipelineBench {
+ public:
+  PipelineBench(const PipelineBenchOptions& opt, std::vector<std::string>* notes);
+  void run_clip(const ClipSpec& clip);
+  // Removes the output and the ffmpeg log; every row.
+  std::vector<JobResult> finish();
+
+ private:
+  struct References {
+    size_t decode, transcode;  // the clip's CPU-decode rows
+  };
+  void say(const std::string& line) const {
+    if (opt_.progress) opt_.progress(line);
+  }
+  void note(const std::string& line) const {
+    if (notes_) notes_->push_back(line);
+  }
+  // results_[row] against results_[reference]'s fps, named `name`.
+  void set_ratio(size_t row, size_t reference, const char* name) {
+    results_[row].ratio = results_[row].fps / results_[reference].fps;
+    results_[row].reference = name;
+  }
+  size_t run_job(const ClipSpec& clip, const std::string& job, const std::string& filters, bool encode, Backend backend,
+                 HwDecode hwdec);
+  References run_cpu_rows(const ClipSpec& clip);
+  void run_nvdec_rows(const ClipSpec& clip, const References& refs);
+  std::vector<FfmpegJob> ffmpeg_jobs(const ClipSpec& clip) const;
+  void run_ffmpeg_job(const ClipSpec& clip, const FfmpegJob& j, std::map<std::string, double>& cpu_fps);
+  void compare_with_ffmpeg(size_t clip_first, std::map<std::string, double>& cpu_fps);
+
+  const PipelineBenchOptions& opt_;
+  std::vector<std::string>* notes_;
+  std::vector<Backend> backends_;
+  bool nvdec_ = false;
+  std::string ffmpeg_, out_path_, log_path_;
+  std::vector<JobResult> results_;
+  int64_t clip_frames_ = 0;  // the frames of the clip's last streamblur run
+};
+
+PipelineBench::PipelineBench(const PipelineBenchOptions& opt, std::vector<std::string>* notes)
+    : opt_(opt), notes_(notes) {
+  const bool gpu = cuda::device_count() > 0;
+  if (opt.cuda && gpu) backends_.push_back(Backend::Cuda);
+  if (opt.cpu || backends_.empty()) backends_.push_back(Backend::Cpu);
+  nvdec_ = opt.nvdec && opt.cuda && gpu;
+  if (!nvdec_)
+    note(std::string("NVDEC rows: skipped (") +
+         (!opt.nvdec ? "--no-nvdec" : !opt.cuda ? "CUDA backend not run" : "no CUDA device") + ")");
+  ffmpeg_ = !opt.ffmpeg ? "" : !opt.ffmpeg_program.empty() ? opt.ffmpeg_program : find_ffmpeg();
+  fs::create_directories(opt.work_dir);
+  out_path_ = (fs::path(opt.work_dir) / "bench-output.mp4").string();
+  log_path_ = (fs::path(opt.work_dir) / "ffmpeg.log").string();
+}
+
+size_t PipelineBench::run_job(const ClipSpec& clip, const std::string& job, const std::string& filters, bool encode,
+                              Backend backend, HwDecode hwdec) {
+  const bool hw = hwdec == HwDecode::Nvdec;
+  say(clip.name + ": " + job + (filters.empty() && !hw ? "" : " (" + std::string(backend_name(backend)) + ")") +
+      (hw ? " NVDEC" : "") + " ...");
+  PipelineOptions p;
+  p.input = clip.path;
+  p.output = encode ? out_path_ : "";
+  p.filters = filters;
+  p.backend = backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
+  p.hwdec = hwdec;
+  p.encoder.codec = opt_.codec;
+  p.encoder.preset = opt_.preset;
+  p.overwrite = true;
+  std::string run_notes;
+  p.note = [&run_notes](const std::string& n) { run_notes += (run_notes.empty() ? "" : "; ") + n; };
+  JobResult r;
+  r.clip = clip.name;
+  r.job = job;
+  r.tool = "streamblur";
+  r.backend = filters.empty() && !hw ? "" : backend_name(backend);
+  r.stats = run_pipeline(p);
+  r.decoder = r.stats.decoder;
+  r.note = run_notes;
+  r.frames = r.stats.frames;
+  r.wall_s = r.stats.wall_s;
+  r.fps = r.stats.fps;
+  clip_frames_ = r.frames;
+  results_.push_back(r);
+  char line[200];
+  std::snprintf(line, sizeof line, "  %.1f frames/s, %.2f s, decoder %s, bound by %s", r.fps, r.wall_s,
+                r.decoder.c_str(), r.stats.bounding_stage.c_str());
+  say(line);
+  return results_.size() - 1;
+}
+
+// The CPU-decode rows are the references: NVDEC is kept out of them even where Auto would pick it.
+PipelineBench::References PipelineBench::run_cpu_rows(const ClipSpec& clip) {
+  const size_t decode = run_job(clip, "decode", "", false, Backend::Cpu, HwDecode::None);
+  const size_t transcode = run_job(clip, "transcode", "", true, Backend::Cpu, HwDecode::None);
+  for (Backend b : backends_) {
+    set_ratio(run_job(clip, "gblur-transcode", opt_.gblur, true, b, HwDecode::None), transcode, "transcode");
+    set_ratio(run_job(clip, "chain-null", opt_.chain, false, b, HwDecode::None), decode, "decode");
+  }
+  set_ratio(transcode, decode, "decode");
+  results_[decode].ratio = 1;
+  results_[decode].reference = "decode";
+  return {decode, transcode};
+}
+
+void PipelineBench::run_nvdec_rows(const ClipSpec& clip, const References& refs) {
+  // The first NVDEC row is also the probe: an error, or a run that decoded on
+  // the CPU after all, skips this clip's NVDEC rows instead of failing.
+  std::string why;
+  size_t d = 0;
+  try {
+    d = run_job(clip, "decode", "", false, Backend::Cuda, HwDecode::Nvdec);
+    if (results_[d].decoder != "nvdec") {
+      why = "the run decoded on the CPU" + (results_[d].note.empty() ? "" : ": " + results_[d].note);
+      results_.pop_back();
+    }
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!why.empty()) {
+    say("  NVDEC unavailable: " + why);
+    note(clip.name + ": NVDEC rows skipped (" + why + ")");
+    return;
+  }
+  set_ratio(d, refs.decode, "decode");
+  try {
+    set_ratio(run_job(clip, "gblur-transcode", opt_.gblur, true, Backend::Cuda, HwDecode::Nvdec), refs.transcode,
+              "transcode");
+    set_ratio(run_job(clip, "chain-null", opt_.chain, false, Backend::Cuda, HwDecode::Nvdec), refs.decode, "decode");
+  } catch (const std::exception& e) {
+    say(std::string("  NVDEC run failed: ") + e.what());
+    note(clip.name + ": NVDEC run failed (" + e.what() + ")");
+  }
+}
+
+std::vector<FfmpegJob> PipelineBench::ffmpeg_jobs(const ClipSpec& clip) const {
+  const std::string in = "-i '" + clip.path + "' -an ";  // -an: builds without audio encoders work too
+  const std::string enc = "-c:v " + opt_.codec + (opt_.preset.empty() ? "" : " -preset " + opt_.preset) + " '" + out_path_ + "'";
+  const std::string hw = "-hwaccel cuda ";  // decoded surfaces are downloaded for the CPU encoder
+  // FFmpeg's gblur/boxblur take sigma / radius like ours; its chain is the same work.
+  std::vector<FfmpegJob> jobs = {
+      {"decode", "cpu", in + "-f null -", "decode"},
+      {"transcode", "cpu", in + enc, "decode"},
+      {"gblur-transcode", "cpu", in + "-vf gblur=sigma=2 " + enc, "transcode"},
+      {"chain-null", "cpu", in + "-vf gblur=sigma=2,boxblur=3 -f null -", "decode"},
+  };
+  if (!opt_.ffmpeg_filters) jobs.resize(2);  // the filtered ones take longest (4K chain: about 10 frames/s)
+  if (nvdec_) {
+    // decode-only keeps the frames on the GPU (-hwaccel_output_format cuda): NVDEC alone, as our NVDEC decode row
+    jobs.push_back({"decode", "nvdec", hw + "-hwaccel_output_format cuda " + in + "-f null -", "decode"});
+    jobs.push_back({"transcode", "nvdec", hw + in + enc, "transcode"});
+  }
+  return jobs;
+}
+
+// One ffmpeg row; a -hwaccel cuda job that fails is skipped with a note.
+void PipelineBench::run_ffmpeg_job(const ClipSpec& clip, const FfmpegJob& j, std::map<std::string, double>& cpu_fps) {
+  const bool hwjob = std::string(j.decoder) == "nvdec";
+  say(clip.name + ": ffmpeg " + j.job + (hwjob ? " -hwaccel cuda" : "") + " ...");
+  JobResult r;
+  r.clip = clip.name;
+  r.job = j.job;
+  r.tool = "ffmpeg";
+  r.decoder = j.decoder;
+  r.frames = clip_frames_;
+  std::string log;
+  try {
+    r.wall_s = run_ffmpeg(ffmpeg_, j.args, log_path_, &log);
+  } catch (const std::exception& e) {
+    if (!hwjob) throw;
+    say(std::string("  skipped: ") + e.what());
+    note(clip.name + ": ffmpeg -hwaccel cuda " + j.job + " skipped (" + e.what() + ")");
+    return;
+  }
+  if (hwjob && ffmpeg_hwaccel_fell_back(log)) {
+    r.decoder = "cpu";
+    r.note = "ffmpeg could not set up -hwaccel cuda and decoded on the CPU";
+    note(clip.name + ": ffmpeg " + j.job + ": " + r.note);
+  }
+  r.fps = clip_frames_ / r.wall_s;
+  if (!hwjob) cpu_fps[j.job] = r.fps;
+  r.reference = j.ref;
+  r.ratio = cpu_fps.count(j.ref) ? r.fps / cpu_fps[j.ref] : 0;
+  results_.push_back(r);
+  char line[120];
+  std::snprintf(line, sizeof line, "  %.1f frames/s, %.2f s", r.fps, r.wall_s);
+  say(line);
+}
+
+// Each of our rows against ffmpeg doing the same job (with the same decoder
+// where ffmpeg ran it, else ffmpeg's CPU decode); gblur transcodes also
+// against ffmpeg's own unfiltered CPU transcode (target P6).
+void PipelineBench::compare_with_ffmpeg(size_t clip_first, std::map<std::string, double>& cpu_fps) {
+  for (size_t i = clip_first; i < results_.size(); ++i) {
+    JobResult& r = results_[i];
+    if (r.tool != "streamblur") continue;
+    double same = 0, cpu = 0;
+    for (size_t k = clip_first; k < results_.size(); ++k) {
+      const JobResult& f = results_[k];
+      if (f.tool != "ffmpeg" || f.fps <= 0 || !f.note.empty()) continue;
+      if (f.job == r.job && f.decoder == r.decoder) same = f.fps;
+      if (f.job == r.job && f.decoder == "cpu") cpu = f.fps;
+    }
+    const double ref = same > 0 ? same : cpu;
+    if (ref > 0) r.vs_ffmpeg = r.fps / ref;
+    if (r.job == "gblur-transcode" && cpu_fps.count("transcode")) r.vs_ffmpeg_transcode = r.fps / cpu_fps["transcode"];
+  }
+}
+
+void PipelineBench::run_clip(const ClipSpec& clip) {
+  const size_t clip_first = results_.size();
+  clip_frames_ = 0;
+  const References refs = run_cpu_rows(clip);
+  if (nvdec_) run_nvdec_rows(clip, refs);
+  if (ffmpeg_.empty()) return;
+  std::map<std::string, double> cpu_fps;
+  for (const FfmpegJob& j : ffmpeg_jobs(clip)) run_ffmpeg_job(clip, j, cpu_fps);
+  compare_with_ffmpeg(clip_first, cpu_fps);
+}
+
+std::vector<JobResult> PipelineBench::finish() {
+  std::error_code ec;
+  fs::remove(out_path_, ec);
+  fs::remove(log_path_, ec);
+  return std::move(results_);
+}
+
+}  // namespace
+
 std::vector<JobResult> run_pipeline_bench(const PipelineBenchOptions& opt, std::vector<std::string>* notes) {
   const std::vector<ClipSpec> clips = prepare_clips(opt);
-  const bool gpu = cuda::device_count() > 0;
-  std::vector<Backend> backends;
-  if (opt.cuda && gpu) backends.push_back(Backend::Cuda);
-  if (opt.cpu || backends.empty()) backends.push_back(Backend::Cpu);
-  const bool nvdec = opt.nvdec && opt.cuda && gpu;
-  if (notes && !nvdec)
-    notes->push_back(std::string("NVDEC rows: skipped (") +
-                     (!opt.nvdec ? "--no-nvdec" : !opt.cuda ? "CUDA backend not run" : "no CUDA device") + ")");
-  const std::string ffmpeg = !opt.ffmpeg ? "" : !opt.ffmpeg_program.empty() ? opt.ffmpeg_program : find_ffmpeg();
-  fs::create_directories(opt.work_dir);
-  const std::string out_path = (fs::path(opt.work_dir) / "bench-output.mp4").string();
-  const std::string log_path = (fs::path(opt.work_dir) / "ffmpeg.log").string();
-  auto say = [&](const std::string& line) {
-    if (opt.progress) opt.progress(line);
-  };
-
-  std::vector<JobResult> results;
-  for (const ClipSpec& clip : clips) {
-    const size_t clip_first = results.size();
-    int64_t clip_frames = 0;
-    auto run = [&](const std::string& job, const std::string& filters, bool encode, Backend backend, HwDecode hwdec) {
-      const bool hw = hwdec == HwDecode::Nvdec;
-      say(clip.name + ": " + job + (filters.empty() && !hw ? "" : " (" + std::string(backend_name(backend)) + ")") +
-          (hw ? " NVDEC" : "") + " ...");
-      PipelineOptions p;
-      p.input = clip.path;
-      p.output = encode ? out_path : "";
-      p.filters = filters;
-      p.backend = backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
-      p.hwdec = hwdec;
-      p.encoder.codec = opt.codec;
-      p.encoder.preset = opt.preset;
-      p.overwrite = true;
-      std::string run_notes;
-      p.note = [&run_notes](const std::string& n) { run_notes += (run_notes.empty() ? "" : "; ") + n; };
-      JobResult r;
-      r.clip = clip.name;
-      r.job = job;
-      r.tool = "streamblur";
-      r.backend = filters.empty() && !hw ? "" : backend_name(backend);
-      r.stats = run_pipeline(p);
-      r.decoder = r.stats.decoder;
-      r.note = run_notes;
-      r.frames = r.stats.frames;
-      r.wall_s = r.stats.wall_s;
-      r.fps = r.stats.fps;
-      clip_frames = r.frames;
-      results.push_back(r);
-      char line[200];
-      std::snprintf(line, sizeof line, "  %.1f frames/s, %.2f s, decoder %s, bound by %s", r.fps, r.wall_s,
-                    r.decoder.c_str(), r.stats.bounding_stage.c_str());
-      say(line);
-      return results.size() - 1;
-    };
-    // The CPU-decode rows are the references: NVDEC is kept out of them even where Auto would pick it.
-    const size_t decode = run("decode", "", false, Backend::Cpu, HwDecode::None);
-    const size_t transcode = run("transcode", "", true, Backend::Cpu, HwDecode::None);
-    for (Backend b : backends) {
-      const size_t g = run("gblur-transcode", opt.gblur, true, b, HwDecode::None);
-      results[g].ratio = results[g].fps / results[transcode].fps;
-      results[g].reference = "transcode";
-      const size_t c = run("chain-null", opt.chain, false, b, HwDecode::None);
-      results[c].ratio = results[c].fps / results[decode].fps;
-      results[c].reference = "decode";
-    }
-    results[transcode].ratio = results[transcode].fps / results[decode].fps;
-    results[transcode].reference = "decode";
-    results[decode].ratio = 1;
-    results[decode].reference = "decode";
-
-    if (nvdec) {
-      // The first NVDEC row is also the probe: an error, or a run that decoded on
-      // the CPU after all, skips this clip's NVDEC rows instead of failing.
-      std::string why;
-      size_t d = 0;
-      try {
-        d = run("decode", "", false, Backend::Cuda, HwDecode::Nvdec);
-        if (results[d].decoder != "nvdec") {
-          why = "the run decoded on the CPU" + (results[d].note.empty() ? "" : ": " + results[d].note);
-          results.pop_back();
-        }
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-      if (!why.empty()) {
-        say("  NVDEC unavailable: " + why);
-        if (notes) notes->push_back(clip.name + ": NVDEC rows skipped (" + why + ")");
-      } else {
-        results[d].ratio = results[d].fps / results[decode].fps;
-        results[d].reference = "decode";
-        try {
-          const size_t g = run("gblur-transcode", opt.gblur, true, Backend::Cuda, HwDecode::Nvdec);
-          results[g].ratio = results[g].fps / results[transcode].fps;
-          results[g].reference = "transcode";
-          const size_t c = run("chain-null", opt.chain, false, Backend::Cuda, HwDecode::Nvdec);
-          results[c].ratio = results[c].fps / results[decode].fps;
-          results[c].reference = "decode";
-        } catch (const std::exception& e) {
-          say(std::string("  NVDEC run failed: ") + e.what());
-          if (notes) notes->push_back(clip.name + ": NVDEC run failed (" + e.what() + ")");
-        }
-      }
-    }
-
-    if (!ffmpeg.empty()) {
-      const std::string in = "-i '" + clip.path + "' -an ";  // -an: builds without audio encoders work too
-      const std::string enc = "-c:v " + opt.codec + (opt.preset.empty() ? "" : " -preset " + opt.preset) + " '" + out_path + "'";
-      const std::string hw = "-hwaccel cuda ";  // decoded surfaces are downloaded for the CPU encoder
-      // FFmpeg's gblur/boxblur take sigma / radius like ours; its chain is the same work.
-      struct FfmpegJob { const char* job; const char* decoder; std::string args; const char* ref; };
-      std::vector<FfmpegJob> jobs = {
-          {"decode", "cpu", in + "-f null -", "decode"},
-          {"transcode", "cpu", in + enc, "decode"},
-          {"gblur-transcode", "cpu", in + "-vf gblur=sigma=2 " + enc, "transcode"},
-          {"chain-null", "cpu", in + "-vf gblur=sigma=2,boxblur=3 -f null -", "decode"},
-      };
-      if (!opt.ffmpeg_filters) jobs.resize(2);  // the filtered ones take longest (4K chain: about 10 frames/s)
-      if (nvdec) {
-        // decode-only keeps the frames on the GPU (-hwaccel_output_format cuda): NVDEC alone, as our NVDEC decode row
-        jobs.push_back({"decode", "nvdec", hw + "-hwaccel_output_format cuda " + in + "-f null -", "decode"});
-        jobs.push_back({"transcode", "nvdec", hw + in + enc, "transcode"});
-      }
-      std::map<std::string, double> cpu_fps;
-      for (const auto& j : jobs) {
-        const bool hwjob = std::string(j.decoder) == "nvdec";
-        say(clip.name + ": ffmpeg " + j.job + (hwjob ? " -hwaccel cuda" : "") + " ...");
-        JobResult r;
-        r.clip = clip.name;
-        r.job = j.job;
-        r.tool = "ffmpeg";
-        r.decoder = j.decoder;
-        r.frames = clip_frames;
-        std::string log;
-        try {
-          r.wall_s = run_ffmpeg(ffmpeg, j.args, log_path, &log);
-        } catch (const std::exception& e) {
-          if (!hwjob) throw;
-          say(std::string("  skipped: ") + e.what());
-          if (notes) notes->push_back(clip.name + ": ffmpeg -hwaccel cuda " + j.job + " skipped (" + e.what() + ")");
-          continue;
-        }
-        if (hwjob && ffmpeg_hwaccel_fell_back(log)) {
-          r.decoder = "cpu";
-          r.note = "ffmpeg could not set up -hwaccel cuda and decoded on the CPU";
-          if (notes) notes->push_back(clip.name + ": ffmpeg " + j.job + ": " + r.note);
-        }
-        r.fps = clip_frames / r.wall_s;
-        if (!hwjob) cpu_fps[j.job] = r.fps;
-        r.reference = j.ref;
-        r.ratio = cpu_fps.count(j.ref) ? r.fps / cpu_fps[j.ref] : 0;
-        results.push_back(r);
-        char line[120];
-        std::snprintf(line, sizeof line, "  %.1f frames/s, %.2f s", r.fps, r.wall_s);
-        say(line);
-      }
-      // Each of our rows against ffmpeg doing the same job (with the same decoder
-      // where ffmpeg ran it, else ffmpeg's CPU decode); gblur transcodes also
-      // against ffmpeg's own unfiltered CPU transcode (target P6).
-      for (size_t i = clip_first; i < results.size(); ++i) {
-        JobResult& r = results[i];
-        if (r.tool != "streamblur") continue;
-        double same = 0, cpu = 0;
-        for (size_t k = clip_first; k < results.size(); ++k) {
-          const JobResult& f = results[k];
-          if (f.tool != "ffmpeg" || f.fps <= 0 || !f.note.empty()) continue;
-          if (f.job == r.job && f.decoder == r.decoder) same = f.fps;
-          if (f.job == r.job && f.decoder == "cpu") cpu = f.fps;
-        }
-        const double ref = same > 0 ? same : cpu;
-        if (ref > 0) r.vs_ffmpeg = r.fps / ref;
-        if (r.job == "gblur-transcode" && cpu_fps.count("transcode")) r.vs_ffmpeg_transcode = r.fps / cpu_fps["transcode"];
-      }
-    }
-  }
-  std::error_code ec;
-  fs::remove(out_path, ec);
-  fs::remove(log_path, ec);
-  return results;
+  PipelineBench bench(opt, notes);
+  for (const ClipSpec& clip : clips) bench.run_clip(clip);
+  return bench.finish();
 }
 
 }  // namespace streamblur::bench

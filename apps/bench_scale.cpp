@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "bench_pipeline.hpp"
+#include "bench_table.hpp"
 #include "streamblur/io/reader.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 
@@ -91,6 +92,10 @@ struct Setup {
   const ScaleBenchOptions* opt = nullptr;
   std::string clip;
   Backend backend = Backend::Cpu;
+
+  void say(const std::string& line) const {
+    if (opt->progress) opt->progress(line);
+  }
 };
 
 PipelineOptions stream_options(const Setup& s, const std::string& job, bool nvdec, int device, const std::string& output) {
@@ -108,37 +113,44 @@ PipelineOptions stream_options(const Setup& s, const std::string& job, bool nvde
   return p;
 }
 
-// N pipelines, each on its own thread, released together; the row's wall time
-// runs from their release to the last one's end.
-ScaleRow run_group(const Setup& s, const std::string& job, const std::string& decode, int n,
-                   const std::vector<int>& devices) {
-  const ScaleBenchOptions& opt = *s.opt;
-  ScaleRow row;
-  row.job = job;
-  row.decode = decode;
-  row.streams = n;
+// The n pipelines of a group, stream i on the (i % devices)-th device; sets
+// the row's devices (CUDA backend) and lists the files the transcodes write.
+std::vector<PipelineOptions> plan_group(const Setup& s, const std::string& job, const std::string& decode, int n,
+                                        const std::vector<int>& devices, ScaleRow& row, std::vector<std::string>& outputs) {
   std::vector<PipelineOptions> plans;
   std::set<int> used_devices;
-  std::vector<std::string> outputs;
   for (int i = 0; i < n; ++i) {
     const int device = devices.empty() ? 0 : devices[i % devices.size()];
     // mixed: the first half NVDEC, so that both halves spread over the devices alike
     const bool nvdec = decode == "nvdec" || (decode == "mixed" && i < (n + 1) / 2);
-    const std::string out = (fs::path(opt.work_dir) / ("scale-out-" + std::to_string(i) + ".mp4")).string();
+    const std::string out = (fs::path(s.opt->work_dir) / ("scale-out-" + std::to_string(i) + ".mp4")).string();
     plans.push_back(stream_options(s, job, nvdec, device, out));
     if (!plans.back().output.empty()) outputs.push_back(out);
     if (s.backend == Backend::Cuda) used_devices.insert(device);
   }
   row.devices.assign(used_devices.begin(), used_devices.end());
+  return plans;
+}
 
-  std::vector<RunStats> stats(n);
-  std::vector<std::string> errors(n);
+// What the streams of a group left: stats or an error each, the notes of all.
+struct GroupRun {
+  std::vector<RunStats> stats;
+  std::vector<std::string> errors;
   std::mutex notes_mutex;
   std::set<std::string> notes;
+  double memory_growth = 0;  // bytes, all devices together
+};
+
+// Each plan on its own thread, released together; the row's wall time runs
+// from their release to the last one's end.
+void run_together(std::vector<PipelineOptions>& plans, ScaleRow& row, GroupRun& run) {
+  const int n = static_cast<int>(plans.size());
+  run.stats.resize(n);
+  run.errors.resize(n);
   for (auto& p : plans)
-    p.note = [&](const std::string& text) {
-      std::lock_guard<std::mutex> lock(notes_mutex);
-      notes.insert(text);
+    p.note = [&run](const std::string& text) {
+      std::lock_guard<std::mutex> lock(run.notes_mutex);
+      run.notes.insert(text);
     };
   DeviceMemorySampler sampler(row.devices);
   std::latch ready(n + 1);
@@ -148,37 +160,40 @@ ScaleRow run_group(const Setup& s, const std::string& job, const std::string& de
     threads.emplace_back([&, i] {
       ready.arrive_and_wait();
       try {
-        stats[i] = run_pipeline(plans[i]);
+        run.stats[i] = run_pipeline(plans[i]);
       } catch (const std::exception& e) {
-        errors[i] = e.what();
+        run.errors[i] = e.what();
       }
     });
   ready.arrive_and_wait();
   const auto t0 = Clock::now();
   for (auto& t : threads) t.join();
   row.wall_s = seconds_since(t0);
-  const double growth = sampler.finish();
-  std::error_code ec;
-  for (const auto& o : outputs) fs::remove(o, ec);
+  run.memory_growth = sampler.finish();
+}
 
+// The row's figures from its streams, and its note: failed streams, and
+// NVDEC streams that decoded on the CPU.
+void summarize_group(const std::vector<PipelineOptions>& plans, const GroupRun& run, ScaleRow& row) {
+  const int n = row.streams;
   int failed = 0;
   std::string first_error;
   double memory = 0;
   int nvdec_asked = 0;
   for (int i = 0; i < n; ++i) {
     if (plans[i].hwdec == HwDecode::Nvdec) ++nvdec_asked;
-    if (!errors[i].empty()) {
-      if (failed++ == 0) first_error = "stream " + std::to_string(i) + ": " + errors[i];
+    if (!run.errors[i].empty()) {
+      if (failed++ == 0) first_error = "stream " + std::to_string(i) + ": " + run.errors[i];
       continue;
     }
-    row.frames += stats[i].frames;
-    memory += double(stats[i].gpu_memory_bytes);
-    if (stats[i].decoder == "nvdec") ++row.nvdec_streams;
+    row.frames += run.stats[i].frames;
+    memory += double(run.stats[i].gpu_memory_bytes);
+    if (run.stats[i].decoder == "nvdec") ++row.nvdec_streams;
   }
   row.fps = row.wall_s > 0 ? row.frames / row.wall_s : 0;
   row.per_stream_fps = row.fps / n;
   row.gpu_memory_per_stream = memory / n;
-  row.gpu_memory_growth_per_stream = growth / n;
+  row.gpu_memory_growth_per_stream = run.memory_growth / n;
   std::vector<std::string> why;
   if (failed) {
     row.failed = true;
@@ -188,15 +203,66 @@ ScaleRow run_group(const Setup& s, const std::string& job, const std::string& de
     why.push_back(std::to_string(nvdec_asked - failed - row.nvdec_streams) + " of " + std::to_string(nvdec_asked) +
                   " NVDEC streams decoded on the CPU");
   for (const auto& w : why) row.note += (row.note.empty() ? "" : "; ") + w;
-  if (opt.progress) {
-    char line[200];
-    std::snprintf(line, sizeof line, "  %.1f frames/s aggregate (%.1f per stream), %.2f s%s%s", row.fps,
-                  row.per_stream_fps, row.wall_s, row.note.empty() ? "" : ": ", row.note.c_str());
-    opt.progress(line);
-    for (const auto& t : notes)
-      if (t.rfind("backend:", 0) != 0) opt.progress("  note: " + t);  // the backend line is in the header
-  }
+}
+
+void report_group(const ScaleBenchOptions& opt, const ScaleRow& row, const std::set<std::string>& notes) {
+  if (!opt.progress) return;
+  char line[200];
+  std::snprintf(line, sizeof line, "  %.1f frames/s aggregate (%.1f per stream), %.2f s%s%s", row.fps,
+                row.per_stream_fps, row.wall_s, row.note.empty() ? "" : ": ", row.note.c_str());
+  opt.progress(line);
+  for (const auto& t : notes)
+    if (t.rfind("backend:", 0) != 0) opt.progress("  note: " + t);  // the backend line is in the header
+}
+
+// N pipelines, each on its own thread, released together (run_together).
+ScaleRow run_group(const Setup& s, const std::string& job, const std::string& decode, int n,
+                   const std::vector<int>& devices) {
+  ScaleRow row;
+  row.job = job;
+  row.decode = decode;
+  row.streams = n;
+  std::vector<std::string> outputs;
+  std::vector<PipelineOptions> plans = plan_group(s, job, decode, n, devices, row, outputs);
+  GroupRun run;
+  run_together(plans, row, run);
+  std::error_code ec;
+  for (const auto& o : outputs) fs::remove(o, ec);
+  summarize_group(plans, run, row);
+  report_group(*s.opt, row, run.notes);
   return row;
+}
+
+// An ffmpeg group's figures: timed by the longest rtime of the processes that
+// ran (else the group's wall time); failures and CPU fallbacks in the note.
+void summarize_ffmpeg_group(const std::vector<double>& rtime, const std::vector<std::string>& errors,
+                            const std::vector<std::string>& logs, int64_t frames_per_stream, double wall, ScaleRow& row) {
+  const int n = row.streams;
+  int failed = 0, fell_back = 0;
+  std::string first_error;
+  double longest = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!errors[i].empty()) {
+      if (failed++ == 0) first_error = errors[i];
+      continue;
+    }
+    longest = std::max(longest, rtime[i]);
+    row.frames += frames_per_stream;
+    if (ffmpeg_hwaccel_fell_back(logs[i]))
+      ++fell_back;
+    else
+      ++row.nvdec_streams;
+  }
+  row.wall_s = longest > 0 ? longest : wall;
+  row.fps = row.wall_s > 0 ? row.frames / row.wall_s : 0;
+  row.per_stream_fps = row.fps / n;
+  if (failed) {
+    row.failed = true;
+    row.note = std::to_string(failed) + " of " + std::to_string(n) + " processes failed (" + first_error + ")";
+  }
+  if (fell_back)
+    row.note += (row.note.empty() ? "" : "; ") + std::to_string(fell_back) + " of " + std::to_string(n) +
+                " decoded on the CPU (-hwaccel cuda not set up)";
 }
 
 // N ffmpeg processes at once, decode only with -hwaccel cuda; the frames are
@@ -241,31 +307,7 @@ ScaleRow run_ffmpeg_group(const Setup& s, const std::string& ffmpeg, int n, cons
   for (auto& t : threads) t.join();
   const double wall = seconds_since(t0);
   row.gpu_memory_growth_per_stream = sampler.finish() / n;
-  int failed = 0, fell_back = 0;
-  std::string first_error;
-  double longest = 0;
-  for (int i = 0; i < n; ++i) {
-    if (!errors[i].empty()) {
-      if (failed++ == 0) first_error = errors[i];
-      continue;
-    }
-    longest = std::max(longest, rtime[i]);
-    row.frames += frames_per_stream;
-    if (ffmpeg_hwaccel_fell_back(logs[i]))
-      ++fell_back;
-    else
-      ++row.nvdec_streams;
-  }
-  row.wall_s = longest > 0 ? longest : wall;
-  row.fps = row.wall_s > 0 ? row.frames / row.wall_s : 0;
-  row.per_stream_fps = row.fps / n;
-  if (failed) {
-    row.failed = true;
-    row.note = std::to_string(failed) + " of " + std::to_string(n) + " processes failed (" + first_error + ")";
-  }
-  if (fell_back)
-    row.note += (row.note.empty() ? "" : "; ") + std::to_string(fell_back) + " of " + std::to_string(n) +
-                " decoded on the CPU (-hwaccel cuda not set up)";
+  summarize_ffmpeg_group(rtime, errors, logs, frames_per_stream, wall, row);
   if (opt.progress) {
     char line[200];
     std::snprintf(line, sizeof line, "  %.1f frames/s aggregate (%.1f per process), longest rtime %.2f s, wall %.2f s",
@@ -275,12 +317,9 @@ ScaleRow run_ffmpeg_group(const Setup& s, const std::string& ffmpeg, int n, cons
   return row;
 }
 
-}  // namespace
-
-ScaleReport run_scale_bench(const ScaleBenchOptions& opt) {
-  auto say = [&](const std::string& line) {
-    if (opt.progress) opt.progress(line);
-  };
+// The group sizes to run: the asked ones and 1 (the reference of every row),
+// sorted, each once. Throws on an unknown job or decode mode first.
+std::vector<int> checked_stream_counts(const ScaleBenchOptions& opt) {
   for (const auto& j : opt.jobs)
     if (j != "chain-null" && j != "chain-transcode")
       throw std::invalid_argument("unknown scale job '" + j + "' (chain-null, chain-transcode)");
@@ -293,45 +332,61 @@ ScaleReport run_scale_bench(const ScaleBenchOptions& opt) {
   streams.push_back(1);  // the reference of every row
   std::sort(streams.begin(), streams.end());
   streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+  return streams;
+}
 
-  ScaleReport report;
-  Setup s;
-  s.opt = &opt;
-  std::string why_backend;
-  s.backend = resolve_backend(opt.backend, &why_backend);
-  report.backend = backend_name(s.backend);
-  say(why_backend);
-  if (s.backend == Backend::Cuda) {
-    const int count = cuda::device_count();
-    report.devices = opt.devices;
-    if (report.devices.empty())
-      for (int d = 0; d < count; ++d) report.devices.push_back(d);
-    for (int d : report.devices)
-      if (d < 0 || d >= count)
-        throw std::invalid_argument("device " + std::to_string(d) + " does not exist (" + std::to_string(count) +
-                                    " CUDA device" + (count == 1 ? "" : "s") + ")");
-  }
-  fs::create_directories(opt.work_dir);
+// CUDA backend: the devices asked for (every device when none), each checked.
+void choose_devices(const ScaleBenchOptions& opt, Backend backend, ScaleReport& report) {
+  if (backend != Backend::Cuda) return;
+  const int count = cuda::device_count();
+  report.devices = opt.devices;
+  if (report.devices.empty())
+    for (int d = 0; d < count; ++d) report.devices.push_back(d);
+  for (int d : report.devices)
+    if (d < 0 || d >= count)
+      throw std::invalid_argument("device " + std::to_string(d) + " does not exist (" + std::to_string(count) +
+                                  " CUDA device" + (count == 1 ? "" : "s") + ")");
+}
 
-  if (!opt.clip.empty()) {
-    s.clip = opt.clip;
-  } else {
-    PipelineBenchOptions clip_opt;
-    clip_opt.work_dir = opt.work_dir;
-    clip_opt.sample_frames = opt.frames;
-    clip_opt.sample_sizes = {opt.size};
-    clip_opt.progress = opt.progress;
-    s.clip = prepare_clips(clip_opt).front().path;
-  }
-  report.clip = s.clip;
-  {
-    io::MediaReader reader(s.clip);
-    report.frames_per_stream = reader.video().frame_count_estimate;
-  }
+// The user's clip, else the sample clip of opt.size and opt.frames (made once, kept).
+std::string scale_clip(const ScaleBenchOptions& opt) {
+  if (!opt.clip.empty()) return opt.clip;
+  PipelineBenchOptions clip_opt;
+  clip_opt.work_dir = opt.work_dir;
+  clip_opt.sample_frames = opt.frames;
+  clip_opt.sample_sizes = {opt.size};
+  clip_opt.progress = opt.progress;
+  return prepare_clips(clip_opt).front().path;
+}
 
-  // Warm-up on every device (CUDA context, kernel modules, the NVDEC library,
-  // the clip in the page cache), cut short after its first progress report;
-  // the NVDEC one is also the probe.
+// One warm-up run on `device`, cut short after its first progress report; with
+// nvdec also the probe: a failure or a CPU decode marks NVDEC unavailable.
+void warm_up_device(const Setup& s, int device, bool nvdec, ScaleReport& report) {
+  s.say(std::string("warm-up") + (s.backend == Backend::Cuda ? " on device " + std::to_string(device) : "") +
+        (nvdec ? " (NVDEC)" : "") + " ...");
+  std::atomic<bool> stop{false};
+  PipelineOptions p = stream_options(s, "chain-null", nvdec, device, "");
+  p.stop = &stop;
+  p.progress = [&stop](const Progress&) { stop = true; };
+  std::string notes;
+  p.note = [&notes](const std::string& n) { notes += (notes.empty() ? "" : "; ") + n; };
+  try {
+    const RunStats st = run_pipeline(p);
+    if (nvdec && st.decoder != "nvdec") {
+      report.nvdec_available = false;
+      report.nvdec_reason = "device " + std::to_string(device) + " decoded on the CPU" + (notes.empty() ? "" : ": " + notes);
+    }
+  } catch (const std::exception& e) {
+    if (!nvdec) throw;
+    report.nvdec_available = false;
+    report.nvdec_reason = std::string("device ") + std::to_string(device) + ": " + e.what();
+  }
+}
+
+// Warm-up on every device (CUDA context, kernel modules, the NVDEC library,
+// the clip in the page cache); the NVDEC one is also the probe.
+void warm_up(const Setup& s, ScaleReport& report) {
+  const ScaleBenchOptions& opt = *s.opt;
   report.nvdec_available = opt.nvdec && s.backend == Backend::Cuda;
   if (!opt.nvdec)
     report.nvdec_reason = "--no-nvdec";
@@ -341,30 +396,16 @@ ScaleReport run_scale_bench(const ScaleBenchOptions& opt) {
   for (int device : warm_devices)
     for (bool nvdec : {false, true}) {
       if (nvdec && !report.nvdec_available) continue;
-      say(std::string("warm-up") + (s.backend == Backend::Cuda ? " on device " + std::to_string(device) : "") +
-          (nvdec ? " (NVDEC)" : "") + " ...");
-      std::atomic<bool> stop{false};
-      PipelineOptions p = stream_options(s, "chain-null", nvdec, device, "");
-      p.stop = &stop;
-      p.progress = [&stop](const Progress&) { stop = true; };
-      std::string notes;
-      p.note = [&notes](const std::string& n) { notes += (notes.empty() ? "" : "; ") + n; };
-      try {
-        const RunStats st = run_pipeline(p);
-        if (nvdec && st.decoder != "nvdec") {
-          report.nvdec_available = false;
-          report.nvdec_reason = "device " + std::to_string(device) + " decoded on the CPU" + (notes.empty() ? "" : ": " + notes);
-        }
-      } catch (const std::exception& e) {
-        if (!nvdec) throw;
-        report.nvdec_available = false;
-        report.nvdec_reason = std::string("device ") + std::to_string(device) + ": " + e.what();
-      }
+      warm_up_device(s, device, nvdec, report);
     }
-  if (!report.nvdec_reason.empty()) say("NVDEC rows skipped: " + report.nvdec_reason);
+  if (!report.nvdec_reason.empty()) s.say("NVDEC rows skipped: " + report.nvdec_reason);
+}
 
-  for (const auto& job : opt.jobs)
-    for (const auto& decode : opt.decoders) {
+// A row per job, decode mode and stream count (a skipped row per job and
+// decode mode that needs NVDEC where it is unavailable).
+void run_streamblur_rows(const Setup& s, const std::vector<int>& streams, ScaleReport& report) {
+  for (const auto& job : s.opt->jobs)
+    for (const auto& decode : s.opt->decoders) {
       if (decode != "cpu" && !report.nvdec_available) {
         ScaleRow row;
         row.job = job;
@@ -376,7 +417,7 @@ ScaleReport run_scale_bench(const ScaleBenchOptions& opt) {
       }
       for (int n : streams) {
         if (decode == "mixed" && n < 2) continue;  // half and half needs two
-        say(job + ", " + decode + " decode, " + std::to_string(n) + " stream" + (n == 1 ? "" : "s") + " ...");
+        s.say(job + ", " + decode + " decode, " + std::to_string(n) + " stream" + (n == 1 ? "" : "s") + " ...");
         report.rows.push_back(run_group(s, job, decode, n, report.devices));
         if (report.rows.back().failed) report.any_failed = true;
       }
@@ -386,113 +427,123 @@ ScaleReport run_scale_bench(const ScaleBenchOptions& opt) {
       report.frames_per_stream = r.frames / r.streams;
       break;
     }
+}
 
+// ffmpeg -hwaccel cuda decode-only groups of each stream count, frames
+// downloaded and kept on the GPU; a skipped row without the CUDA backend.
+void run_ffmpeg_rows(const Setup& s, const std::vector<int>& streams, ScaleReport& report) {
+  const ScaleBenchOptions& opt = *s.opt;
   const std::string ffmpeg = !opt.ffmpeg ? "" : !opt.ffmpeg_program.empty() ? opt.ffmpeg_program : find_ffmpeg();
   report.ffmpeg = ffmpeg;
-  if (!ffmpeg.empty()) {
-    if (s.backend != Backend::Cuda) {
-      ScaleRow row;
-      row.job = "decode-null";
-      row.decode = "nvdec";
-      row.tool = "ffmpeg";
-      row.skipped = true;
-      row.note = "skipped: no CUDA device for -hwaccel cuda";
-      report.rows.push_back(row);
-    } else {
-      for (bool keep_on_gpu : {false, true})
-        for (int n : streams) {
-          say(std::string("ffmpeg -hwaccel cuda") + (keep_on_gpu ? " -hwaccel_output_format cuda" : "") +
-              " decode-only, " + std::to_string(n) + " process" + (n == 1 ? "" : "es") + " at once ...");
-          // a failing ffmpeg is noted in its row, not an error of ours
-          report.rows.push_back(run_ffmpeg_group(s, ffmpeg, n, report.devices, report.frames_per_stream, keep_on_gpu));
-        }
-    }
+  if (ffmpeg.empty()) return;
+  if (s.backend != Backend::Cuda) {
+    ScaleRow row;
+    row.job = "decode-null";
+    row.decode = "nvdec";
+    row.tool = "ffmpeg";
+    row.skipped = true;
+    row.note = "skipped: no CUDA device for -hwaccel cuda";
+    report.rows.push_back(row);
+    return;
   }
-
-  // Each row against 1 stream of the same row; mixed against the mean of the
-  // 1-stream CPU and NVDEC rows (what one stream of the mix would do).
-  auto one_stream = [&](const std::string& tool, const std::string& job, const std::string& decode) {
-    for (const auto& r : report.rows)
-      if (r.tool == tool && r.job == job && r.decode == decode && r.streams == 1 && !r.skipped && !r.failed) return r.fps;
-    return 0.0;
-  };
-  auto set_ratio = [&](ScaleRow& r) {
-    if (r.skipped) return;
-    double ref = one_stream(r.tool, r.job, r.decode);
-    if (r.decode == "mixed") {
-      const double c = one_stream(r.tool, r.job, "cpu"), v = one_stream(r.tool, r.job, "nvdec");
-      ref = c > 0 && v > 0 ? (c + v) / 2 : std::max(c, v);
+  for (bool keep_on_gpu : {false, true})
+    for (int n : streams) {
+      s.say(std::string("ffmpeg -hwaccel cuda") + (keep_on_gpu ? " -hwaccel_output_format cuda" : "") +
+            " decode-only, " + std::to_string(n) + " process" + (n == 1 ? "" : "es") + " at once ...");
+      // a failing ffmpeg is noted in its row, not an error of ours
+      report.rows.push_back(run_ffmpeg_group(s, ffmpeg, n, report.devices, report.frames_per_stream, keep_on_gpu));
     }
-    r.reference_fps = ref;
-    r.ratio_1stream = ref > 0 ? r.fps / ref : 0;
-  };
-  for (auto& r : report.rows) set_ratio(r);
+}
 
-  if (report.devices.size() > 1 && s.backend == Backend::Cuda) {
-    const std::string decode = report.nvdec_available ? "nvdec" : "cpu";
-    const int n = opt.compare_streams;
-    say("1 GPU against " + std::to_string(report.devices.size()) + ": chain-null, " + decode + " decode, " +
+double one_stream_fps(const ScaleReport& report, const std::string& tool, const std::string& job,
+                      const std::string& decode) {
+  for (const auto& r : report.rows)
+    if (r.tool == tool && r.job == job && r.decode == decode && r.streams == 1 && !r.skipped && !r.failed) return r.fps;
+  return 0.0;
+}
+
+// A row against 1 stream of the same row; mixed against the mean of the
+// 1-stream CPU and NVDEC rows (what one stream of the mix would do).
+void set_ratio(const ScaleReport& report, ScaleRow& r) {
+  if (r.skipped) return;
+  double ref = one_stream_fps(report, r.tool, r.job, r.decode);
+  if (r.decode == "mixed") {
+    const double c = one_stream_fps(report, r.tool, r.job, "cpu"), v = one_stream_fps(report, r.tool, r.job, "nvdec");
+    ref = c > 0 && v > 0 ? (c + v) / 2 : std::max(c, v);
+  }
+  r.reference_fps = ref;
+  r.ratio_1stream = ref > 0 ? r.fps / ref : 0;
+}
+
+// The same chain-null group on the first device alone and over all of them.
+void compare_one_and_all_devices(const Setup& s, ScaleReport& report) {
+  const std::string decode = report.nvdec_available ? "nvdec" : "cpu";
+  const int n = s.opt->compare_streams;
+  s.say("1 GPU against " + std::to_string(report.devices.size()) + ": chain-null, " + decode + " decode, " +
         std::to_string(n) + " streams on device " + std::to_string(report.devices.front()) + " ...");
-    report.one_device = run_group(s, "chain-null", decode, n, {report.devices.front()});
-    say("  ... and on devices " + join_ints(report.devices) + " ...");
-    report.all_devices = run_group(s, "chain-null", decode, n, report.devices);
-    set_ratio(report.one_device);
-    set_ratio(report.all_devices);
-    report.compared = true;
-    if (report.one_device.failed || report.all_devices.failed) report.any_failed = true;
-    if (report.one_device.fps > 0) report.compare_ratio = report.all_devices.fps / report.one_device.fps;
+  report.one_device = run_group(s, "chain-null", decode, n, {report.devices.front()});
+  s.say("  ... and on devices " + join_ints(report.devices) + " ...");
+  report.all_devices = run_group(s, "chain-null", decode, n, report.devices);
+  set_ratio(report, report.one_device);
+  set_ratio(report, report.all_devices);
+  report.compared = true;
+  if (report.one_device.failed || report.all_devices.failed) report.any_failed = true;
+  if (report.one_device.fps > 0) report.compare_ratio = report.all_devices.fps / report.one_device.fps;
+}
+
+}  // namespace
+
+ScaleReport run_scale_bench(const ScaleBenchOptions& opt) {
+  const std::vector<int> streams = checked_stream_counts(opt);
+  ScaleReport report;
+  Setup s;
+  s.opt = &opt;
+  std::string why_backend;
+  s.backend = resolve_backend(opt.backend, &why_backend);
+  report.backend = backend_name(s.backend);
+  s.say(why_backend);
+  choose_devices(opt, s.backend, report);
+  fs::create_directories(opt.work_dir);
+  s.clip = scale_clip(opt);
+  report.clip = s.clip;
+  {
+    io::MediaReader reader(s.clip);
+    report.frames_per_stream = reader.video().frame_count_estimate;
   }
+  warm_up(s, report);
+  run_streamblur_rows(s, streams, report);
+  run_ffmpeg_rows(s, streams, report);
+  for (auto& r : report.rows) set_ratio(report, r);
+  if (report.devices.size() > 1 && s.backend == Backend::Cuda) compare_one_and_all_devices(s, report);
   return report;
 }
 
 namespace {
 
-void print_row(const ScaleRow& r) {
+ReportTable scale_report_table() {
+  return ReportTable({{"job", 16, true},    {"decode", 6, true}, {"tool", 10, true}, {"streams", 7},
+                      {"devices", 8},       {"frames", 9},       {"wall_s", 8},      {"agg_fps", 9},
+                      {"per_stream", 10},   {"x_1stream", 9},    {"nvdec", 5},       {"MiB/str", 10},
+                      {"grow/str", 10},     {"note", 0, true, "  "}});
+}
+
+void print_row(const ReportTable& table, const ScaleRow& r) {
   const double mib = 1024.0 * 1024.0;
   if (r.skipped) {
-    std::printf("%-16s %-6s %-10s %7s %8s %9s %8s %9s %10s %9s %5s %10s %10s  %s\n", r.job.c_str(), r.decode.c_str(),
-                r.tool.c_str(), "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", r.note.c_str());
+    table.print_row({r.job, r.decode, r.tool, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", r.note});
     return;
   }
-  char ratio[16] = "-";
-  if (r.ratio_1stream > 0) std::snprintf(ratio, sizeof ratio, "%.2f", r.ratio_1stream);
-  char mem[16] = "-";
-  if (r.tool == "streamblur" && !r.devices.empty()) std::snprintf(mem, sizeof mem, "%.0f", r.gpu_memory_per_stream / mib);
-  char growth[16] = "-";
-  if (!r.devices.empty()) std::snprintf(growth, sizeof growth, "%.0f", r.gpu_memory_growth_per_stream / mib);
-  std::printf("%-16s %-6s %-10s %7d %8s %9lld %8.2f %9.1f %10.1f %9s %5d %10s %10s  %s\n", r.job.c_str(),
-              r.decode.c_str(), r.tool.c_str(), r.streams, join_ints(r.devices).c_str(),
-              static_cast<long long>(r.frames), r.wall_s, r.fps, r.per_stream_fps, ratio, r.nvdec_streams, mem, growth,
-              r.note.c_str());
+  const std::string ratio = r.ratio_1stream > 0 ? format("%.2f", r.ratio_1stream) : "-";
+  const std::string mem =
+      r.tool == "streamblur" && !r.devices.empty() ? format("%.0f", r.gpu_memory_per_stream / mib) : "-";
+  const std::string growth = !r.devices.empty() ? format("%.0f", r.gpu_memory_growth_per_stream / mib) : "-";
+  table.print_row({r.job, r.decode, r.tool, format("%d", r.streams), join_ints(r.devices),
+                   format("%lld", static_cast<long long>(r.frames)), format("%.2f", r.wall_s), format("%.1f", r.fps),
+                   format("%.1f", r.per_stream_fps), ratio, format("%d", r.nvdec_streams), mem, growth, r.note});
 }
 
-void print_header() {
-  std::printf("%-16s %-6s %-10s %7s %8s %9s %8s %9s %10s %9s %5s %10s %10s  %s\n", "job", "decode", "tool", "streams",
-              "devices", "frames", "wall_s", "agg_fps", "per_stream", "x_1stream", "nvdec", "MiB/str", "grow/str",
-              "note");
-}
-
-}  // namespace
-
-void print_scale_report(const ScaleReport& rep) {
-  std::printf("\nScale benchmark: N pipelines at once (each its own run_pipeline on its own thread, released together); "
-              "agg_fps = all streams' frames / wall time of the group; x_1stream = agg_fps / 1 stream of the same row "
-              "(mixed: mean of 1 cpu and 1 nvdec stream); nvdec = streams that decoded with NVDEC; MiB/str = "
-              "RunStats::gpu_memory_bytes per stream; grow/str = peak growth of used device memory (cudaMemGetInfo) "
-              "per stream; ffmpeg rows: N processes of `ffmpeg -hwaccel cuda -i clip -an -f null -`, timed by the longest "
-              "-benchmark rtime (decode-null: frames downloaded to the host; decode-null-gpu: "
-              "-hwaccel_output_format cuda, frames stay on the GPU)\n");
-  std::printf("clip %s, %lld frames per stream, backend %s, devices %s, NVDEC %s\n", rep.clip.c_str(),
-              static_cast<long long>(rep.frames_per_stream), rep.backend.c_str(), join_ints(rep.devices).c_str(),
-              rep.nvdec_available ? "yes" : ("unavailable (" + rep.nvdec_reason + ")").c_str());
-  print_header();
-  for (const auto& r : rep.rows) print_row(r);
-  if (rep.compared) {
-    std::printf("1 GPU against all:\n");
-    print_row(rep.one_device);
-    print_row(rep.all_devices);
-  }
-  // Targets.
+// The target lines: P7 (4+ streams of chain-null) and the 2-GPU ratio.
+void print_scale_targets(const ScaleReport& rep) {
   const ScaleRow* best = nullptr;
   for (const auto& r : rep.rows)
     if (r.tool == "streamblur" && r.job == "chain-null" && r.streams >= 4 && !r.skipped && !r.failed &&
@@ -513,6 +564,30 @@ void print_scale_report(const ScaleReport& rep) {
   else
     std::printf("2 GPUs: not compared (%s)\n", rep.backend != "cuda" ? "CPU backend" : "one device chosen");
   std::fflush(stdout);
+}
+
+}  // namespace
+
+void print_scale_report(const ScaleReport& rep) {
+  std::printf("\nScale benchmark: N pipelines at once (each its own run_pipeline on its own thread, released together); "
+              "agg_fps = all streams' frames / wall time of the group; x_1stream = agg_fps / 1 stream of the same row "
+              "(mixed: mean of 1 cpu and 1 nvdec stream); nvdec = streams that decoded with NVDEC; MiB/str = "
+              "RunStats::gpu_memory_bytes per stream; grow/str = peak growth of used device memory (cudaMemGetInfo) "
+              "per stream; ffmpeg rows: N processes of `ffmpeg -hwaccel cuda -i clip -an -f null -`, timed by the longest "
+              "-benchmark rtime (decode-null: frames downloaded to the host; decode-null-gpu: "
+              "-hwaccel_output_format cuda, frames stay on the GPU)\n");
+  std::printf("clip %s, %lld frames per stream, backend %s, devices %s, NVDEC %s\n", rep.clip.c_str(),
+              static_cast<long long>(rep.frames_per_stream), rep.backend.c_str(), join_ints(rep.devices).c_str(),
+              rep.nvdec_available ? "yes" : ("unavailable (" + rep.nvdec_reason + ")").c_str());
+  const ReportTable table = scale_report_table();
+  table.print_header();
+  for (const auto& r : rep.rows) print_row(table, r);
+  if (rep.compared) {
+    std::printf("1 GPU against all:\n");
+    print_row(table, rep.one_device);
+    print_row(table, rep.all_devices);
+  }
+  print_scale_targets(rep);
 }
 
 nlohmann::json scale_json(const ScaleReport& rep) {

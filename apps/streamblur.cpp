@@ -30,9 +30,10 @@ extern "C" {
 #include "streamblur/io/log.hpp"
 #include "streamblur/io/reader.hpp"
 #include "streamblur/pipeline/batch.hpp"
+#include "streamblur/pipeline/filter_reference.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 #include "streamblur/pipeline/output_file.hpp"
-#include "streamblur/pipeline/temp_outputs.hpp"
+#include "streamblur/pipeline/detail/temp_outputs.hpp"
 
 namespace {
 
@@ -384,7 +385,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "streamblur 0.1.0");
   app.footer("Many files at once: streamblur batch INPUT... --out-dir DIR [options] (see streamblur batch --help)");
   CommonOptions common;
-  std::string input, output, stats_json, help_filter;
+  std::string input, output, stats_json, help_filter, help_format = "text";
   int device = 0;
   bool list_filters = false;
   app.add_option("input", input, "input video or image (anything FFmpeg opens)");
@@ -394,7 +395,12 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "CUDA device to run on (default 0)")->check(CLI::Range(0, 1023));
   app.add_option("--stats-json", stats_json, "write frame count, wall time, fps and per-stage times to FILE");
   app.add_flag("--list-filters", list_filters, "list the filters");
-  app.add_option("--help-filter", help_filter, "describe a filter and its options");
+  CLI::Option* help_filter_option =
+      app.add_option("--help-filter", help_filter, "describe a filter and its options (all: every filter)");
+  app.add_option("--format", help_format, "how --help-filter prints: text, or markdown (docs/filters.md is "
+                 "--help-filter all --format markdown)")
+      ->check(CLI::IsMember({"text", "markdown"}))
+      ->needs(help_filter_option);
 
   BatchCommand batch;
   CLI::App* batch_app = app.add_subcommand(
@@ -433,7 +439,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!help_filter.empty()) {
-      std::cout << streamblur::filter_help(help_filter);
+      if (help_format == "markdown") std::cout << streamblur::filter_reference_markdown(help_filter);
+      else if (help_filter == "all") std::cout << streamblur::filter_reference_text();
+      else std::cout << streamblur::filter_help(help_filter);
       return 0;
     }
     if (input.empty() || output.empty()) {

@@ -11,9 +11,13 @@ install(TARGETS streamblur_kernels streamblur_io streamblur_pipeline
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# detail/ holds the hooks of the tests, the benchmark and the CLI (forced
+# kernel paths, the pipeline's test hooks, the signal handler's registry of
+# temporary outputs): in the source tree only. streamblur_testing (testing/)
+# is not installed either.
 foreach(part kernels io pipeline)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${part}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-          FILES_MATCHING PATTERN "*.hpp")
+          FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)
 endforeach()
 
 install(EXPORT streamblurTargets NAMESPACE streamblur:: DESTINATION ${STREAMBLUR_CMAKE_DIR})

@@ -19,6 +19,15 @@ cfg="$(find "$work/prefix" -name streamblurConfig.cmake)"
 pc="$(find "$work/prefix" -name streamblur.pc)"
 [ -n "$cfg" ] && [ -n "$pc" ] || { echo "install_test: no streamblurConfig.cmake or streamblur.pc" >&2; exit 1; }
 "$work/prefix/bin/streamblur" --version > /dev/null
+# ...and nothing of the tests': no streamblur_testing (the clip writer), no
+# detail/ header (test and benchmark hooks), none of them named by an
+# installed header, the CMake package or the .pc file.
+leaked="$( { find "$work/prefix" \( -path '*/include/streamblur/*/detail' -o -path '*/include/streamblur/testing' \
+                  -o -name '*streamblur_testing*' \) -print
+            grep -rlE '#include "streamblur/[a-z]+/detail/|test_finish_hook|TestHooks|synthetic|remove_temp_outputs|path_name' \
+              "$work/prefix/include"
+            grep -lE 'testing' "$pc" "$(dirname "$cfg")"/*.cmake; } || true)"
+[ -z "$leaked" ] || { printf 'install_test: test-only code is installed or named:\n%s\n' "$leaked" >&2; exit 1; }
 
 # CMake: find_package(streamblur) in a project of its own.
 cmake -S "$root/tests/consumer" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -315,7 +315,7 @@ def main():
         if ok and a.python:
             penv = dict(env, CMAKE_ARGS=" ".join(c for c in cfg if c.startswith("-DCMAKE_C")))
             if run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--upgrade", "--target",
-                    pydir, "./python"], src, penv, log) != 0:
+                    pydir, "./python", "./python/testing"], src, penv, log) != 0:
                 return None
             ok = run([sys.executable, "-m", "pytest", "-q", "-x", "python/tests"], src,
                      dict(env, PYTHONPATH=pydir), log) == 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: build (Release), run every GoogleTest program through
 # ctest, install into a scratch prefix and build a consumer project against
-# it, then build the Python module and run its pytest suite. GPU tests skip
+# it, then build the Python module (and the tests' clip module,
+# python/testing) and run its pytest suite. GPU tests skip
 # themselves where no CUDA device is present. Exits non-zero on any failure.
 #   tests/run.sh            # assumes the dependencies are installed
 #   tests/run.sh --install  # installs them first (apps/install-deps.sh)
@@ -17,7 +18,7 @@ cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs"
 bash tests/install_test.sh "$build"   # cmake --install, then a consumer project via find_package and pkg-config
 if [ -f python/pyproject.toml ]; then
-  python3 -m pip install -q --disable-pip-version-check --no-build-isolation ./python
+  python3 -m pip install -q --disable-pip-version-check --no-build-isolation ./python ./python/testing
   MPLBACKEND=Agg python3 -m pytest -q python/tests
 fi
 echo "tests/run.sh: all tests passed"

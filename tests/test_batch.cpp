@@ -31,10 +31,10 @@ extern "C" {
 #include <vector>
 
 #include "streamblur/io/reader.hpp"
-#include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/pipeline/batch.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 
 extern char** environ;
 

@@ -45,7 +45,7 @@ extern "C" {
 
 #include "streamblur/io/av_error.hpp"
 #include "streamblur/io/reader.hpp"
-#include "streamblur/io/synthetic_clip.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 
 
 namespace fs = std::filesystem;

@@ -12,11 +12,11 @@
 #include <random>
 #include <vector>
 
-#include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/effects.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 #include "sink_support.hpp"
 #include "test_support.hpp"
 #include "cuda_support.hpp"

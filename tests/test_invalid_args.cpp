@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/pipeline/batch.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 
 using namespace streamblur;
 using sbtest::error_of;

@@ -32,8 +32,8 @@ extern "C" {
 #include "streamblur/io/convert.hpp"
 #include "streamblur/io/reader.hpp"
 #include "streamblur/io/stream_metadata.hpp"
-#include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/io/writer.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 
 namespace fs = std::filesystem;
 using namespace streamblur::io;

@@ -25,9 +25,10 @@
 
 #include "cli_support.hpp"
 #include "streamblur/io/reader.hpp"
-#include "streamblur/io/synthetic_clip.hpp"
+#include "streamblur/pipeline/detail/test_hooks.hpp"
 #include "streamblur/pipeline/output_file.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -265,10 +266,11 @@ TEST(PipelineOutput, FileCreatedDuringTheRunIsNotReplaced) {
   o.backend = BackendChoice::Cpu;
   o.encoder.codec = "ffv1";
   o.note = [](const std::string&) {};
-  o.test_finish_hook = [&](int64_t i) {
+  detail::PipelineTestHooks hooks;
+  hooks.on_finish = [&](int64_t i) {
     if (i == 2) write_text(out, "someone else's");
   };
-  EXPECT_THROW(run_pipeline(o), OutputExistsError);
+  EXPECT_THROW(detail::run_pipeline_with_hooks(o, hooks), OutputExistsError);
   EXPECT_EQ(bytes_of(out), "someone else's");
   EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"}));
 }

@@ -38,13 +38,14 @@ extern "C" {
 
 #include "streamblur/io/convert.hpp"
 #include "streamblur/io/reader.hpp"
-#include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/kernels/reference.hpp"
+#include "streamblur/pipeline/detail/test_hooks.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 
 namespace streamblur {
 // Backend names in failure messages instead of byte dumps (found by ADL).
@@ -899,12 +900,13 @@ TEST_P(PipelinePassthrough, DelayedFramesFinishOutOfOrderAndAreWrittenInOrder) {
   std::vector<int64_t> completed;
   PipelineOptions o = options_for(in, out, "boxblur=radius=1", GetParam());
   o.inflight = 8;
-  o.test_finish_hook = [&](int64_t index) {
+  detail::PipelineTestHooks hooks;
+  hooks.on_finish = [&](int64_t index) {
     if (index % 5 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(40));
     std::lock_guard<std::mutex> lock(m);
     completed.push_back(index);
   };
-  ASSERT_EQ(run_pipeline(o).frames, n);
+  ASSERT_EQ(detail::run_pipeline_with_hooks(o, hooks).frames, n);
 
   // The hook saw every frame once, and some finished before an earlier one.
   ASSERT_EQ(completed.size(), static_cast<size_t>(n));

@@ -16,12 +16,12 @@
 #include <sstream>
 
 #include "sink_support.hpp"
-#include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 #include "streamblur/pipeline/regions.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 #include "test_support.hpp"
 #include "cuda_support.hpp"
 
@@ -211,23 +211,23 @@ HostFrame mask_frame(AVPixelFormat fmt, int w, int h, const std::string& opts, F
 TEST(RegionOptions, PeeledOffBeforeTheFiltersOwnTable) {
   const auto chain = parse_filter_chain("gblur=sigma=3:box=10:12:20:16:planes=y:feather=4:shape=ellipse,boxblur=2");
   ASSERT_EQ(chain.size(), 2u);
-  ASSERT_TRUE(chain[0].regions);
+  ASSERT_TRUE(regions_of(chain[0]));
   EXPECT_EQ(chain[0].values.at("sigma"), 3);
   EXPECT_EQ(chain[0].values.at("planes"), double(kCompY));
-  ASSERT_EQ(chain[0].regions->boxes.size(), 1u);
-  const LabeledBox& b = chain[0].regions->boxes[0];
+  ASSERT_EQ(regions_of(chain[0])->boxes.size(), 1u);
+  const LabeledBox& b = regions_of(chain[0])->boxes[0];
   EXPECT_EQ(b.x, 10);
   EXPECT_EQ(b.y, 12);
   EXPECT_EQ(b.w, 20);
   EXPECT_EQ(b.h, 16);
-  EXPECT_EQ(chain[0].regions->feather, 4);
-  EXPECT_EQ(chain[0].regions->shape, RegionShape::Ellipse);
-  EXPECT_TRUE(chain[0].regions->interpolate);
-  EXPECT_FALSE(chain[1].regions);
+  EXPECT_EQ(regions_of(chain[0])->feather, 4);
+  EXPECT_EQ(regions_of(chain[0])->shape, RegionShape::Ellipse);
+  EXPECT_TRUE(regions_of(chain[0])->interpolate);
+  EXPECT_FALSE(regions_of(chain[1]));
   EXPECT_EQ(chain[1].values.at("radius"), 2);
   // Positional values still work beside region options, and a filter of only region options.
   EXPECT_EQ(parse_filter_chain("gblur=5:box=0:0:4:4")[0].values.at("sigma"), 5);
-  EXPECT_TRUE(parse_filter_chain("pixelate=box=0:0:4:4")[0].regions);
+  EXPECT_TRUE(regions_of(parse_filter_chain("pixelate=box=0:0:4:4")[0]));
   FilterChain c(parse_filter_chain("pixelate=block=8:box=1:2:3:4:margin=0.5"));
   EXPECT_TRUE(contains(c.describe(), "pixelate(block=8")) << c.describe();
   EXPECT_TRUE(contains(c.describe(), "box=1:2:3:4")) << c.describe();
@@ -389,27 +389,27 @@ TEST(RegionOptions, PathsWithColonsAndCommasQuotedOrEscaped) {
 
   auto chain = parse_filter_chain("gblur=regions=" + base + "/dir\\:x/faces.jsonl:sigma=3");
   ASSERT_EQ(chain.size(), 1u);
-  ASSERT_TRUE(chain[0].regions);
-  EXPECT_EQ(chain[0].regions->file, colon);
-  ASSERT_TRUE(chain[0].regions->track);
-  EXPECT_EQ(chain[0].regions->track->name(), colon);
-  EXPECT_EQ(chain[0].regions->track->keyframes().size(), 1u);
+  ASSERT_TRUE(regions_of(chain[0]));
+  EXPECT_EQ(regions_of(chain[0])->file, colon);
+  ASSERT_TRUE(regions_of(chain[0])->track);
+  EXPECT_EQ(regions_of(chain[0])->track->name(), colon);
+  EXPECT_EQ(regions_of(chain[0])->track->keyframes().size(), 1u);
   EXPECT_EQ(chain[0].values.at("sigma"), 3);
 
   chain = parse_filter_chain("gblur=regions='" + base + "/a,b:c.jsonl',boxblur=1");
   ASSERT_EQ(chain.size(), 2u);
-  ASSERT_TRUE(chain[0].regions && chain[0].regions->track);
-  EXPECT_EQ(chain[0].regions->file, comma);
-  EXPECT_EQ(chain[0].regions->track->keyframes().size(), 2u);
-  EXPECT_FALSE(chain[1].regions);
+  ASSERT_TRUE(regions_of(chain[0]) && regions_of(chain[0])->track);
+  EXPECT_EQ(regions_of(chain[0])->file, comma);
+  EXPECT_EQ(regions_of(chain[0])->track->keyframes().size(), 2u);
+  EXPECT_FALSE(regions_of(chain[1]));
   EXPECT_EQ(chain[1].values.at("radius"), 1);
 
   // Escapes and a quoted part mixed in one value; a box after it still takes its four values.
   chain = parse_filter_chain("pixelate=block=4:regions=" + base + "/a\\,b':c.jsonl':box=1:2:3:4");
-  ASSERT_TRUE(chain[0].regions && chain[0].regions->track);
-  EXPECT_EQ(chain[0].regions->file, comma);
-  ASSERT_EQ(chain[0].regions->boxes.size(), 1u);
-  EXPECT_EQ(chain[0].regions->boxes[0].h, 4);
+  ASSERT_TRUE(regions_of(chain[0]) && regions_of(chain[0])->track);
+  EXPECT_EQ(regions_of(chain[0])->file, comma);
+  ASSERT_EQ(regions_of(chain[0])->boxes.size(), 1u);
+  EXPECT_EQ(regions_of(chain[0])->boxes[0].h, 4);
   EXPECT_EQ(chain[0].values.at("block"), 4);
 
   // Unescaped, the ':' still ends the value: the path is cut there and the rest is an option.

@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 #include "cuda_support.hpp"
 #include "sink_support.hpp"
 #include "test_support.hpp"

@@ -23,10 +23,10 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/pipeline/batch.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 
 namespace streamblur {
 inline void PrintTo(Backend b, std::ostream* os) { *os << backend_name(b); }

@@ -24,6 +24,7 @@
 
 #include "streamblur/kernels/cuda_blur.hpp"
 #include "streamblur/kernels/cuda_convert.hpp"
+#include "streamblur/kernels/detail/blur_path.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "blur_running.hpp"
 #include "blur_tensor.hpp"

@@ -1,6 +1,5 @@
 // Filter registry, option parsing and the chain.
 #include "streamblur/pipeline/filter.hpp"
-#include "streamblur/pipeline/regions.hpp"
 
 #include "streamblur/kernels/cpu_blur.hpp"
 #include "streamblur/kernels/cuda_blur.hpp"
@@ -166,14 +165,6 @@ const char* type_name(OptionType t) {
 
 }  // namespace
 
-// Defined in blur_filters.cpp.
-std::vector<FilterInfo> make_blur_filters();
-
-const std::vector<FilterInfo>& filter_registry() {
-  static const std::vector<FilterInfo> registry = make_blur_filters();
-  return registry;
-}
-
 const FilterInfo* find_filter(const std::string& name) {
   for (const FilterInfo& f : filter_registry())
     if (f.name == name) return &f;
@@ -196,7 +187,7 @@ std::string filter_help(const std::string& name) {
     if (o.type == OptionType::Planes) s << " (default all)\n";
     else s << " (default " << format_number(o.default_value) << ", range " << format_number(o.min) << " to " << format_number(o.max) << ")\n";
   }
-  s << region_options_help();
+  for (const OptionHook& hook : option_hooks()) s << hook.help();
   return s.str();
 }
 
@@ -265,12 +256,13 @@ FilterInstanceSpec parse_filter(const std::string& item) {
   const std::string name = chain_text::unquote(parts[0]);
   const FilterInfo* info = find_filter(name);
   if (!info) fail("unknown filter " + quoted(name) + " (see --list-filters)");
-  FilterInstanceSpec inst{info, {}, nullptr};
+  FilterInstanceSpec inst{info, {}, {}};
   for (const OptionSpec& o : info->options) inst.values[o.name] = o.default_value;
   const bool has_options = parts.size() > 1;
   std::string options = has_options ? item.substr(parts[0].size() + 1) : "";
-  inst.regions = take_region_options(info->name, options);  // regions=, box=, ... (regions.cpp)
-  if (!has_options || (inst.regions && options.empty())) return inst;
+  for (const OptionHook& hook : option_hooks())
+    if (auto d = hook.take(info->name, options)) inst.decorations.push_back(std::move(d));
+  if (!has_options || (!inst.decorations.empty() && options.empty())) return inst;
   size_t position = 0;
   bool named_seen = false;
   for (const std::string& token : chain_text::split(options, ":")) {
@@ -312,8 +304,11 @@ std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec) {
 }
 
 FilterChain::FilterChain(const std::vector<FilterInstanceSpec>& specs) {
-  for (const FilterInstanceSpec& s : specs)
-    filters_.push_back(s.regions ? make_region_filter(s.info->create(s.values), s.regions) : s.info->create(s.values));
+  for (const FilterInstanceSpec& s : specs) {
+    std::unique_ptr<Filter> f = s.info->create(s.values);
+    for (const auto& d : s.decorations) f = d->wrap(std::move(f));
+    filters_.push_back(std::move(f));
+  }
 }
 
 void FilterChain::configure(const FrameLayout& layout, Backend backend) {

@@ -18,7 +18,7 @@
 #include <regex>
 
 #include "streamblur/io/stream_metadata.hpp"
-#include "streamblur/pipeline/temp_outputs.hpp"
+#include "streamblur/pipeline/detail/temp_outputs.hpp"
 
 namespace streamblur {
 namespace fs = std::filesystem;

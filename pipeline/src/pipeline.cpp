@@ -33,6 +33,7 @@ extern "C" {
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/cuda_convert.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
+#include "streamblur/pipeline/detail/test_hooks.hpp"
 #include "streamblur/pipeline/output_file.hpp"
 
 namespace streamblur {
@@ -204,8 +205,8 @@ class Notes {
 // encoder, the caller's frame_sink, or nothing (see sink).
 class Pipeline {
  public:
-  explicit Pipeline(const PipelineOptions& opt)
-      : opt_(opt), note_(opt.note ? opt.note : [](const std::string& s) { std::cerr << s << "\n"; }) {}
+  Pipeline(const PipelineOptions& opt, const detail::PipelineTestHooks& hooks)
+      : opt_(opt), hooks_(hooks), note_(opt.note ? opt.note : [](const std::string& s) { std::cerr << s << "\n"; }) {}
   RunStats run();
 
  private:
@@ -239,6 +240,7 @@ class Pipeline {
   RunStats collect_stats();
 
   const PipelineOptions& opt_;
+  const detail::PipelineTestHooks& hooks_;
   Notes note_;
   std::vector<FilterInstanceSpec> chain_spec_;
   bool null_sink_ = false;        // no output file
@@ -693,7 +695,7 @@ FrameSlot* Pipeline::finish(FrameSlot* s) {
     s->back->convert(*s->frame, *orig);
     s->frame = std::move(orig);
   }
-  if (opt_.test_finish_hook) opt_.test_finish_hook(s->seq);
+  if (hooks_.on_finish) hooks_.on_finish(s->seq);
   s->ready_at = Clock::now();
   return s;
 }
@@ -862,8 +864,10 @@ RunStats Pipeline::collect_stats() {
 
 }  // namespace
 
-RunStats run_pipeline(const PipelineOptions& options) {
-  Pipeline p(options);
+RunStats run_pipeline(const PipelineOptions& options) { return detail::run_pipeline_with_hooks(options, {}); }
+
+RunStats detail::run_pipeline_with_hooks(const PipelineOptions& options, const PipelineTestHooks& hooks) {
+  Pipeline p(options, hooks);
   return p.run();
 }
 

@@ -608,4 +608,21 @@ std::unique_ptr<Filter> make_region_filter(std::unique_ptr<Filter> inner, std::s
   return std::make_unique<RegionFilter>(std::move(inner), std::move(spec));
 }
 
+std::unique_ptr<Filter> RegionSpec::wrap(std::unique_ptr<Filter> inner) const {
+  return make_region_filter(std::move(inner), shared_from_this());
+}
+
+const RegionSpec* regions_of(const FilterInstanceSpec& filter) {
+  for (const auto& d : filter.decorations)
+    if (const auto* r = dynamic_cast<const RegionSpec*>(d.get())) return r;
+  return nullptr;
+}
+
+OptionHook region_option_hook() {
+  return OptionHook{[](const std::string& filter, std::string& options) -> std::shared_ptr<const FilterDecoration> {
+                      return take_region_options(filter, options);
+                    },
+                    &region_options_help};
+}
+
 }  // namespace streamblur

@@ -1,4 +1,4 @@
-#include "streamblur/pipeline/temp_outputs.hpp"
+#include "streamblur/pipeline/detail/temp_outputs.hpp"
 
 #include <fcntl.h>
 #include <sys/syscall.h>

@@ -44,11 +44,6 @@
 #include <utility>
 #include <vector>
 
-extern "C" {
-#include <libavutil/pixdesc.h>
-}
-
-#include "streamblur/io/synthetic_clip.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/kernels/params.hpp"
@@ -1438,25 +1433,6 @@ nb::dict cuda_cache_stats() {
   return d;
 }
 
-void write_test_clip(const std::string& path, int width, int height, int frames, const std::string& codec,
-                     const std::string& pix_fmt, int fps, bool noise, const std::string& preset,
-                     const std::string& audio_codec) {
-  io::SyntheticClipSpec spec;
-  spec.audio = !audio_codec.empty();
-  if (spec.audio) spec.audio_codec = audio_codec;
-  spec.width = width;
-  spec.height = height;
-  spec.frames = frames;
-  spec.fps = fps;
-  spec.codec = codec;
-  spec.noise = noise;
-  spec.preset = preset;
-  spec.pix_fmt = av_get_pix_fmt(pix_fmt.c_str());
-  if (spec.pix_fmt == AV_PIX_FMT_NONE) throw std::invalid_argument("unknown pixel format '" + pix_fmt + "'");
-  nb::gil_scoped_release no_gil;
-  io::write_synthetic_clip(path, spec);
-}
-
 }  // namespace
 }  // namespace streamblur::python
 
@@ -1499,8 +1475,6 @@ NB_MODULE(_streamblur, m) {
   m.def("process_videos", &process_videos, "inputs"_a, "outputs"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a,
         "backend"_a, "hwdec"_a, "jobs_per_device"_a, "devices"_a, "inflight"_a, "overwrite"_a, "progress"_a.none());
   m.def("parse_device_list", &parse_device_list, "text"_a, "[] for 'all', else the listed device indices.");
-  m.def("write_test_clip", &write_test_clip, "path"_a, "width"_a, "height"_a, "frames"_a, "codec"_a, "pix_fmt"_a,
-        "fps"_a, "noise"_a, "preset"_a, "audio_codec"_a);
   m.def("release_queued_calls", &release_queued_calls, "wait"_a,
         "Drops the arrays held for calls whose GPU work has completed (wait=True: waits for all); returns how many "
         "calls still hold theirs.");

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "streamblur/io/synthetic_clip.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;

@@ -5,7 +5,7 @@
 # Logs go to $OUT (log.txt, and a file per stage), key lines to stdout.
 # Stages:
 #   build      cmake + ninja into $BUILD (default build-gpu), tests and apps
-#   pip        the Python module into /tmp/site (no network: --no-deps)
+#   pip        the Python module and the tests' clip module into /tmp/site (no network: --no-deps)
 #   ctest      every test ($CTR: a ctest -R regex)
 #   kctest     the kernel tests ($KF: a gtest filter, default CudaBlur*)
 #   py         pytest on the module ($PYK: a -k expression)
@@ -45,7 +45,7 @@ for st in "$@"; do
       say pip
       rm -rf /tmp/site
       CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" python3 -m pip install --no-build-isolation --no-deps \
-        --target /tmp/site ./python >> "$LOG" 2>&1 || { say PIP FAILED; tail -40 "$LOG"; exit 1; } ;;
+        --target /tmp/site ./python ./python/testing >> "$LOG" 2>&1 || { say PIP FAILED; tail -40 "$LOG"; exit 1; } ;;
     ctest)
       say ctest
       ctest --test-dir "$B" --output-on-failure -j8 ${CTR:+-R "$CTR"} > "$OUT/ctest.txt" 2>&1 || rc_all=1

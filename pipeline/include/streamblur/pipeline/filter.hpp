@@ -208,7 +208,8 @@ struct FilterInfo {
   }
 };
 
-// Every registered filter; find_filter() gives one by name (nullptr when unknown).
+// Every registered filter (registry.cpp); find_filter() gives one by name
+// (nullptr when unknown).
 const std::vector<FilterInfo>& filter_registry();
 const FilterInfo* find_filter(const std::string& name);
 
@@ -217,13 +218,35 @@ std::string filter_help(const std::string& name);
 // `--list-filters` text.
 std::string filter_list();
 
-struct RegionSpec;  // regions.hpp
+// What an option hook makes of its options: a wrapper around the filter
+// (regions.hpp: the filter limited to boxes).
+class FilterDecoration {
+ public:
+  virtual ~FilterDecoration() = default;
+  virtual std::unique_ptr<Filter> wrap(std::unique_ptr<Filter> inner) const = 0;
+};
 
-// One filter of a parsed chain: its entry, its values and its region limits.
+// Options that every filter takes besides its own table (regions=, box=,
+// ...), as FFmpeg's timeline option enable= is: the parser gives each hook
+// the option text first, and the filter's table sees what is left.
+struct OptionHook {
+  // Takes the hook's options out of `options` ("sigma=12:box=0:0:8:8" ->
+  // "sigma=12") and returns what they make, or null (options untouched)
+  // when there are none. Throws std::invalid_argument with one clear line.
+  std::function<std::shared_ptr<const FilterDecoration>(const std::string& filter, std::string& options)> take;
+  // The hook's part of filter_help(), after the filter's own options.
+  std::function<std::string()> help;
+};
+
+// Every registered option hook (registry.cpp).
+const std::vector<OptionHook>& option_hooks();
+
+// One filter of a parsed chain: its entry, its values and what option hooks
+// made of their options, innermost first.
 struct FilterInstanceSpec {
   const FilterInfo* info = nullptr;
   OptionValues values;
-  std::shared_ptr<const RegionSpec> regions;  // regions=/box=...: the filter limited to boxes; null: everywhere
+  std::vector<std::shared_ptr<const FilterDecoration>> decorations;
 };
 
 // Parses "gblur=sigma=2:planes=y,boxblur=radius=3" (also positional values

@@ -15,7 +15,7 @@
 //   folder and linked into place by commit(), so a failed, interrupted or
 //   killed run leaves nothing. Where the filesystem has no unnamed files, the
 //   temporary is a hidden ".NAME.streamblur-PID-N.EXT" beside the target; a
-//   second Ctrl-C removes it (temp_outputs.hpp), and after a kill -9 the next
+//   second Ctrl-C removes it (detail/temp_outputs.hpp), and after a kill -9 the next
 //   run writing into that folder removes it once process PID has gone, with a
 //   note. An image sequence is written into such a hidden folder.
 #include <sys/types.h>
@@ -108,7 +108,7 @@ class OutputFile {
   bool overwrite_ = false;
   bool committed_ = false;
   int fd_ = -1;          // the temporary's descriptor (File)
-  int slot_ = -1;        // temp_outputs.hpp registry slot of temp_
+  int slot_ = -1;        // detail/temp_outputs.hpp registry slot of temp_
 };
 
 }  // namespace streamblur

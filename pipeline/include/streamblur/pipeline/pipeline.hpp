@@ -137,11 +137,6 @@ struct PipelineOptions {
   std::optional<double> start_seconds;
   std::optional<double> duration_seconds;
   std::optional<int64_t> max_frames;
-  // For tests only: called with the frame's decode index (0, 1, 2, ...) at the
-  // end of the parallel finish stage (unlimited concurrency), before frames are
-  // put back in order, so a test can delay some frames and make them complete
-  // out of order. Called from several threads at once. Leave empty otherwise.
-  std::function<void(int64_t frame_index)> test_finish_hook;
 };
 
 // Parses "auto", "nvdec" (also "cuda"), "none" (also "cpu"); throws

@@ -102,8 +102,8 @@ class RegionTrack {
 // shape=: the box itself or the ellipse inscribed in it.
 enum class RegionShape { Rect, Ellipse };
 
-// The region options of one filter of the chain.
-struct RegionSpec {
+// The region options of one filter of the chain; wrap() limits the filter to them.
+struct RegionSpec final : FilterDecoration, std::enable_shared_from_this<RegionSpec> {
   std::shared_ptr<const RegionTrack> track;  // regions=FILE; null when none
   std::string file;                          // as given
   std::vector<LabeledBox> boxes;             // box=x:y:w:h, on every frame
@@ -118,7 +118,11 @@ struct RegionSpec {
   // Throws std::invalid_argument when a box (file or box=) lies entirely outside the frame.
   void check_frame(int width, int height) const;
   std::string describe() const;
+  std::unique_ptr<Filter> wrap(std::unique_ptr<Filter> inner) const override;
 };
+
+// The region options of a parsed filter; null when it has none.
+const RegionSpec* regions_of(const FilterInstanceSpec& filter);
 
 // Takes regions=, box=, margin=, feather=, shape= and interpolate= out of a
 // filter's option text ("sigma=12:regions=f.jsonl" -> "sigma=12") and returns
@@ -133,5 +137,8 @@ std::unique_ptr<Filter> make_region_filter(std::unique_ptr<Filter> inner, std::s
 
 // The region options' part of --help-filter.
 std::string region_options_help();
+
+// The option hook that takes the region options (registry.cpp registers it).
+OptionHook region_option_hook();
 
 }  // namespace streamblur

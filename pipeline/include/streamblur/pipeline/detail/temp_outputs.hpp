@@ -2,7 +2,9 @@
 // The hidden temporary outputs being written right now, kept where a signal
 // handler can reach them: a program that must end at once (a second Ctrl-C,
 // a second SIGTERM) removes them with only async-signal-safe calls, so no
-// partial output is ever left behind.
+// partial output is ever left behind. OutputFile registers its files here and
+// the CLI's signal handler removes them. A detail header: in the source tree
+// only, never installed (cmake/install.cmake), not part of the API.
 #include <string>
 
 namespace streamblur {

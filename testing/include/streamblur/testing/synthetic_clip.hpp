@@ -1,6 +1,8 @@
 #pragma once
-// Deterministic synthetic media made with the library's own encoders: tests and
-// the benchmark make their clips at run time instead of committing media.
+// Deterministic synthetic media made with FFmpeg's encoders: the tests, the
+// fuzzers' seeds and the benchmark make their clips at run time instead of
+// committing media. Part of streamblur_testing (testing/), which is neither
+// installed nor exported; the namespace is io's, as it writes media as io does.
 #include <string>
 
 extern "C" {
