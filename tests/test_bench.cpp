@@ -21,8 +21,8 @@
 namespace fs = std::filesystem;
 
 // The kernel table's "fastest" column: the quickest forced path of a row, and
-// whether Auto's kernels took over 5% longer than it (rows from GPU run 8 of
-// 2026-12-03, where the column would have flagged 1080p box r = 3).
+// whether Auto's kernels took over 5% longer than it (rows from a real run,
+// where the column would have flagged 1080p box r = 3).
 TEST(Bench, FastestPathIsTheQuickestTimedOneAndMarksAutosMisses) {
   using streamblur::bench::KernelResult;
   KernelResult r;

@@ -344,7 +344,7 @@ def _check_out(out: Any, img: Any) -> Any:
     if shape_o != shape_i:
         raise ValueError(f"out= has shape {shape_o} but the image has shape {shape_i}")
     # Same framework: the dtypes compare directly (numpy's str(dtype) runs
-    # Python code: 5 us a call, half the module's host time per call).
+    # Python code, a large share of the module's host time per call).
     same = out.dtype == img.dtype if type(out) is type(img) else (
         str(out.dtype).replace("torch.", "") == str(img.dtype).replace("torch.", ""))
     if not same:
