@@ -153,7 +153,9 @@ void check_chain_text(const std::string& spec) {
   }
 }
 
-const char* type_name(OptionType t) {
+}  // namespace
+
+const char* option_type_name(OptionType t) {
   switch (t) {
     case OptionType::Double: return "float";
     case OptionType::Int: return "int";
@@ -162,8 +164,6 @@ const char* type_name(OptionType t) {
   }
   return "";
 }
-
-}  // namespace
 
 const FilterInfo* find_filter(const std::string& name) {
   for (const FilterInfo& f : filter_registry())
@@ -183,7 +183,7 @@ std::string filter_help(const std::string& name) {
   std::ostringstream s;
   s << f->name << ": " << f->help << "\nOptions (name=value, separated by ':'; positional values in this order):\n";
   for (const OptionSpec& o : f->options) {
-    s << "  " << o.name << " <" << type_name(o.type) << ">  " << o.help;
+    s << "  " << o.name << " <" << option_type_name(o.type) << ">  " << o.help;
     if (o.type == OptionType::Planes) s << " (default all)\n";
     else s << " (default " << format_number(o.default_value) << ", range " << format_number(o.min) << " to " << format_number(o.max) << ")\n";
   }

@@ -19,16 +19,6 @@ std::string number(double v) {
   return s.str();
 }
 
-const char* type_name(OptionType t) {
-  switch (t) {
-    case OptionType::Double: return "float";
-    case OptionType::Int: return "int";
-    case OptionType::Bool: return "bool";
-    case OptionType::Planes: return "planes";
-  }
-  return "";
-}
-
 // Help text inside a Markdown table cell: '|' would end the cell, '<' would
 // open an HTML tag, '*' could start emphasis.
 std::string cell(const std::string& text) {
@@ -66,7 +56,7 @@ void filter_section(std::ostringstream& s, const FilterInfo& f) {
       case OptionType::Bool: def = number(o.default_value); range = "0, 1"; break;
       default: def = number(o.default_value); range = number(o.min) + " to " + number(o.max); break;
     }
-    s << "| " << code(o.name) << " | " << type_name(o.type) << " | " << code(def) << " | " << range << " | "
+    s << "| " << code(o.name) << " | " << option_type_name(o.type) << " | " << code(def) << " | " << range << " | "
       << cell(o.help) << " |\n";
   }
   s << "\n";

@@ -115,6 +115,8 @@ class Filter {
 
 // The type of an option's value (from its field's type).
 enum class OptionType { Double, Int, Bool, Planes };
+// How help texts name a type: "float", "int", "bool", "planes".
+const char* option_type_name(OptionType t);
 
 // The value of a `planes` option: the components a filter touches (PlaneComponent bits).
 struct PlaneMask {
