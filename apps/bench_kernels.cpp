@@ -102,17 +102,17 @@ std::array<double, 8> time_paths(Blur& blur, int w, int h, int c, const std::fun
   const cuda::BlurPath forced[] = {cuda::BlurPath::Fused,   cuda::BlurPath::TwoPass, cuda::BlurPath::Register,
                                    cuda::BlurPath::Sliding, cuda::BlurPath::Running, cuda::BlurPath::Wide,
                                    cuda::BlurPath::Tensor};
-  blur.set_path(cuda::BlurPath::Auto);
-  const cuda::BlurPath auto_path = blur.path_taken(w, h, c, sizeof(T));
+  cuda::set_path(blur, cuda::BlurPath::Auto);
+  const cuda::BlurPath auto_path = cuda::path_taken(blur, w, h, c, sizeof(T));
   t[0] = median_us_adaptive(op, stream, samples);
   for (int i = 0; i < 7; ++i) {
-    blur.set_path(forced[i]);
-    const cuda::BlurPath taken = blur.path_taken(w, h, c, sizeof(T));
+    cuda::set_path(blur, forced[i]);
+    const cuda::BlurPath taken = cuda::path_taken(blur, w, h, c, sizeof(T));
     if (taken != forced[i]) continue;            // falls back to another path: 0
     if (taken == auto_path) t[i + 1] = t[0];     // the same kernels as Auto's, timed once
     else t[i + 1] = median_us_adaptive(op, stream, samples);
   }
-  blur.set_path(cuda::BlurPath::Auto);
+  cuda::set_path(blur, cuda::BlurPath::Auto);
   return t;
 }
 
@@ -235,7 +235,7 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
 #endif
     // Our output of buffer 0 is still in dst[0] when record() copies it.
     blur.apply<T>(buf.in(0), buf.out(0), st);
-    record("gblur", sigma, 2 * blur.radius_x() + 1, blur.path_taken(px, h, c, sizeof(T)), us, npp);
+    record("gblur", sigma, 2 * blur.radius_x() + 1, cuda::path_taken(blur, px, h, c, sizeof(T)), us, npp);
   }
   for (int r : opt.box_radii) {
     cuda::BoxBlur blur(r);
@@ -253,7 +253,7 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
     }
 #endif
     blur.apply<T>(buf.in(0), buf.out(0), st);
-    record("boxblur", r, 2 * r + 1, blur.path_taken(px, h, c, sizeof(T)), us, npp);
+    record("boxblur", r, 2 * r + 1, cuda::path_taken(blur, px, h, c, sizeof(T)), us, npp);
   }
 }
 
@@ -298,7 +298,7 @@ void bench_frame(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, s
   r.filter = "gblur420";
   r.param = 2.0;
   r.taps = 2 * luma.radius_x() + 1;
-  r.path = cuda::path_name(luma.path_taken(w, h, 1, sizeof(T)));
+  r.path = cuda::path_name(cuda::path_taken(luma, w, h, 1, sizeof(T)));
   r.ours_us = us;
   r.copy_us = copy_us;
   results.push_back(r);

@@ -595,7 +595,7 @@ void gpu_gauss_case(Size s, int channels, double sigma, int radius = -1) {
   cuda::GaussianBlur blur(sigma, radius);
   for (cuda::BlurPath path : kPaths) {  // every kernel, not only the one Auto picks here
     SCOPED_TRACE(path_label(path));
-    blur.set_path(path);
+    cuda::set_path(blur, path);
     gpu_case<T>(src, want, 1, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
   }
 }
@@ -610,7 +610,7 @@ void gpu_box_case(Size s, int channels, int r) {
   cuda::BoxBlur blur(r);
   for (cuda::BlurPath path : kPaths) {
     SCOPED_TRACE(path_label(path));
-    blur.set_path(path);
+    cuda::set_path(blur, path);
     gpu_case<T>(src, want, 0, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.apply<T>(a, b, st); });
   }
 }
@@ -679,32 +679,32 @@ INSTANTIATE_TEST_SUITE_P(CudaBlur, CudaBox, testing::ValuesIn(gpu_box_cases()), 
 TEST(CudaBlur, AutoBoxKernelsFromTheMeasuredTable) {
   REQUIRE_GPU();
   using P = cuda::BlurPath;
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 1), P::Sliding);  // the 3x3 box kernel, at every size
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 1080, 1, 2), P::Sliding);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(64, 64, 1, 1), P::Sliding);
-  EXPECT_EQ(cuda::BoxBlur(3).path_taken(1920, 1080, 1, 2), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(3840, 2160, 1, 2), P::Sliding);
-  EXPECT_EQ(cuda::BoxBlur(3).path_taken(3840, 2160, 1, 1), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(8).path_taken(1920, 1080, 1, 1), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(60).path_taken(1920, 1080, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(10).path_taken(1920, 1080, 1, 1), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(11).path_taken(1920, 1080, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(15).path_taken(1920, 1080, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(24).path_taken(3840, 2160, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(8).path_taken(3840, 2160, 1, 1), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(9).path_taken(3840, 2160, 1, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(6).path_taken(3840, 2160, 1, 2), P::Register);
-  EXPECT_EQ(cuda::BoxBlur(7).path_taken(3840, 2160, 1, 2), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(4096).path_taken(3840, 2160, 1, 2), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 540, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 540, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(60).path_taken(960, 540, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(16).path_taken(1920, 2160, 2, 2), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(1920, 2160, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(1).path_taken(960, 1080, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(2).path_taken(960, 1080, 2, 1), P::Running);
-  EXPECT_EQ(cuda::BoxBlur(60).path_taken(9000, 100, 1, 1), P::TwoPass);  // wider than the running kernels take
-  EXPECT_EQ(cuda::BoxBlur(60).path_taken(640, 360, 3, 1), P::TwoPass);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 1920, 1080, 1, 1), P::Sliding);  // the 3x3 box kernel, at every size
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 1920, 1080, 1, 2), P::Sliding);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 64, 64, 1, 1), P::Sliding);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(3), 1920, 1080, 1, 2), P::Register);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 3840, 2160, 1, 2), P::Sliding);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(3), 3840, 2160, 1, 1), P::Register);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(8), 1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(60), 1920, 1080, 1, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(10), 1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(11), 1920, 1080, 1, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(15), 1920, 1080, 1, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(24), 3840, 2160, 1, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(8), 3840, 2160, 1, 1), P::Register);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(9), 3840, 2160, 1, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(6), 3840, 2160, 1, 2), P::Register);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(7), 3840, 2160, 1, 2), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(4096), 3840, 2160, 1, 2), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 960, 540, 2, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(2), 960, 540, 2, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(60), 960, 540, 2, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(16), 1920, 2160, 2, 2), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 1920, 2160, 2, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 960, 1080, 2, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(2), 960, 1080, 2, 1), P::Running);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(60), 9000, 100, 1, 1), P::TwoPass);  // wider than the running kernels take
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(60), 640, 360, 3, 1), P::TwoPass);
 }
 
 // The 3x3 box kernel's blocks step down by the grid (at most 65535 blocks of
@@ -719,7 +719,7 @@ TEST(CudaBlur, Box3PlaneTallerThanOneGrid) {
   HostImage<uint8_t> want(s.w, s.h, 1);
   reference::box_blur<uint8_t>(src.cplane(), want.plane(), 1);
   cuda::BoxBlur blur(1);
-  EXPECT_EQ(blur.path_taken(s.w, s.h, 1, 1), cuda::BlurPath::Sliding);
+  EXPECT_EQ(cuda::path_taken(blur, s.w, s.h, 1, 1), cuda::BlurPath::Sliding);
   gpu_case<uint8_t>(src, want, 0, [&](Plane<const uint8_t> a, Plane<uint8_t> b, cudaStream_t st) { blur.apply<uint8_t>(a, b, st); });
 }
 
@@ -735,65 +735,65 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   }
   // Which kernels Auto takes is part of the contract the benchmark reports.
   using P = cuda::BlurPath;
-  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(3840, 2160, 1, 1), P::Tensor);
-  EXPECT_EQ(cuda::GaussianBlur(1.5).path_taken(3840, 2160, 1, 1), P::Tensor);    // r = 5
-  EXPECT_EQ(cuda::GaussianBlur(1.0).path_taken(3840, 2160, 1, 1), P::Register);  // r = 3
-  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(1920, 1080, 1, 1), P::Register);
-  EXPECT_EQ(cuda::GaussianBlur(4.0).path_taken(1920, 1080, 1, 1), P::Register);  // r = 12
-  EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(1920, 1080, 1, 1), P::Tensor);    // r = 15
-  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(3840, 2160, 1, 2), P::Register);  // 16-bit
-  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(1920, 1080, 1, 2), P::Register);
-  EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(640, 360, 3, 1), P::Fused);
-  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(640, 360, 3, 1), P::TwoPass);
-  EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(3840, 2160, 1, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(3840, 2160, 1, 1), P::Tensor);
-  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(3840, 2160, 1, 1), P::Tensor);  // r = 30
-  EXPECT_EQ(cuda::GaussianBlur(11.0).path_taken(3840, 2160, 1, 1), P::Wide);    // r = 33: beyond it
-  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(3840, 2160, 1, 2), P::Register);
-  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(3840, 2160, 1, 2), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(3840, 2160, 1, 1), P::Tensor);
-  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(1920, 1080, 1, 1), P::Tensor);
-  EXPECT_EQ(cuda::GaussianBlur(11.0).path_taken(1920, 1080, 1, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(9.0).path_taken(3840, 2160, 1, 2), P::Wide);      // r = 27: above it
-  EXPECT_EQ(cuda::GaussianBlur(100.0).path_taken(1920, 1080, 1, 2), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(960, 540, 2, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(0.5).path_taken(960, 540, 2, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(0.1).path_taken(1920, 2160, 2, 2), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(1.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // 8-bit pairs, r = 3
-  EXPECT_EQ(cuda::GaussianBlur(3.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // r = 9: 3 blocks of taps
-  EXPECT_EQ(cuda::GaussianBlur(5.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // r = 15: 3
-  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(1920, 2160, 2, 1), P::Tensor);  // r = 21: 4
-  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(1920, 2160, 2, 1), P::Wide);   // r = 30: 5
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0), 3840, 2160, 1, 1), P::Tensor);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(1.5), 3840, 2160, 1, 1), P::Tensor);    // r = 5
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(1.0), 3840, 2160, 1, 1), P::Register);  // r = 3
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0), 1920, 1080, 1, 1), P::Register);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(4.0), 1920, 1080, 1, 1), P::Register);  // r = 12
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(5.0), 1920, 1080, 1, 1), P::Tensor);    // r = 15
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0), 3840, 2160, 1, 2), P::Register);  // 16-bit
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(10.0), 1920, 1080, 1, 2), P::Register);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(0.5), 640, 360, 3, 1), P::Fused);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0), 640, 360, 3, 1), P::TwoPass);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(20.0), 3840, 2160, 1, 1), P::Wide);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(7.0), 3840, 2160, 1, 1), P::Tensor);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(10.0), 3840, 2160, 1, 1), P::Tensor);  // r = 30
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(11.0), 3840, 2160, 1, 1), P::Wide);    // r = 33: beyond it
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(7.0), 3840, 2160, 1, 2), P::Register);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(10.0), 3840, 2160, 1, 2), P::Wide);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(5.0), 3840, 2160, 1, 1), P::Tensor);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(10.0), 1920, 1080, 1, 1), P::Tensor);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(11.0), 1920, 1080, 1, 1), P::Wide);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(9.0), 3840, 2160, 1, 2), P::Wide);      // r = 27: above it
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(100.0), 1920, 1080, 1, 2), P::Wide);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0), 960, 540, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(0.5), 960, 540, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(0.1), 1920, 2160, 2, 2), P::Wide);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(1.0), 1920, 2160, 2, 1), P::Tensor);  // 8-bit pairs, r = 3
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(3.0), 1920, 2160, 2, 1), P::Tensor);  // r = 9: 3 blocks of taps
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(5.0), 1920, 2160, 2, 1), P::Tensor);  // r = 15: 3
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(7.0), 1920, 2160, 2, 1), P::Tensor);  // r = 21: 4
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(10.0), 1920, 2160, 2, 1), P::Wide);   // r = 30: 5
   // The band's edge: 4 blocks of taps up to rx = 24 and ry = 24.
-  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 24, 24).path_taken(1920, 2160, 2, 1), P::Tensor);
-  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 12, 25).path_taken(1920, 2160, 2, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(2.0, 2.0, 25, 8).path_taken(1920, 2160, 2, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(2.0).path_taken(960, 1080, 2, 1), P::Tensor);   // 2 M samples
-  EXPECT_EQ(cuda::GaussianBlur(3.0).path_taken(960, 540, 2, 1), P::Tensor);    // 1 M samples, 3 blocks
-  EXPECT_EQ(cuda::GaussianBlur(7.0).path_taken(960, 540, 2, 1), P::Tensor);
-  EXPECT_EQ(cuda::GaussianBlur(10.0).path_taken(960, 540, 2, 1), P::Wide);
-  EXPECT_EQ(cuda::GaussianBlur(20.0).path_taken(640, 360, 4, 1), P::TwoPass);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0, 2.0, 24, 24), 1920, 2160, 2, 1), P::Tensor);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0, 2.0, 12, 25), 1920, 2160, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0, 2.0, 25, 8), 1920, 2160, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0), 960, 1080, 2, 1), P::Tensor);   // 2 M samples
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(3.0), 960, 540, 2, 1), P::Tensor);    // 1 M samples, 3 blocks
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(7.0), 960, 540, 2, 1), P::Tensor);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(10.0), 960, 540, 2, 1), P::Wide);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(20.0), 640, 360, 4, 1), P::TwoPass);
   // A forced path that cannot run falls back: sliding -> register -> fused
   // -> two passes.
   cuda::GaussianBlur wide(5.0);
-  wide.set_path(P::Sliding);
-  EXPECT_EQ(wide.path_taken(640, 360, 1, 1), P::Register);
-  wide.set_path(P::Register);
-  EXPECT_EQ(wide.path_taken(640, 360, 2, 1), P::Fused);
+  cuda::set_path(wide, P::Sliding);
+  EXPECT_EQ(cuda::path_taken(wide, 640, 360, 1, 1), P::Register);
+  cuda::set_path(wide, P::Register);
+  EXPECT_EQ(cuda::path_taken(wide, 640, 360, 2, 1), P::Fused);
   cuda::GaussianBlur huge(60.0);
-  huge.set_path(P::Register);
-  EXPECT_EQ(huge.path_taken(640, 360, 1, 1), P::TwoPass);
-  wide.set_path(P::Running);  // box only
-  EXPECT_EQ(wide.path_taken(640, 360, 1, 1), P::Register);
-  huge.set_path(P::Wide);
-  EXPECT_EQ(huge.path_taken(640, 360, 2, 2), P::Wide);
-  EXPECT_EQ(huge.path_taken(640, 360, 3, 1), P::TwoPass);  // wide -> two passes
+  cuda::set_path(huge, P::Register);
+  EXPECT_EQ(cuda::path_taken(huge, 640, 360, 1, 1), P::TwoPass);
+  cuda::set_path(wide, P::Running);  // box only
+  EXPECT_EQ(cuda::path_taken(wide, 640, 360, 1, 1), P::Register);
+  cuda::set_path(huge, P::Wide);
+  EXPECT_EQ(cuda::path_taken(huge, 640, 360, 2, 2), P::Wide);
+  EXPECT_EQ(cuda::path_taken(huge, 640, 360, 3, 1), P::TwoPass);  // wide -> two passes
   cuda::BoxBlur packed(5);
-  packed.set_path(P::Wide);  // Gaussian only
-  EXPECT_EQ(packed.path_taken(640, 360, 1, 1), P::TwoPass);
-  packed.set_path(P::Running);
-  EXPECT_EQ(packed.path_taken(640, 360, 4, 1), P::Fused);  // running -> register -> fused
-  EXPECT_EQ(packed.path_taken(640, 360, 2, 1), P::Running);
+  cuda::set_path(packed, P::Wide);  // Gaussian only
+  EXPECT_EQ(cuda::path_taken(packed, 640, 360, 1, 1), P::TwoPass);
+  cuda::set_path(packed, P::Running);
+  EXPECT_EQ(cuda::path_taken(packed, 640, 360, 4, 1), P::Fused);  // running -> register -> fused
+  EXPECT_EQ(cuda::path_taken(packed, 640, 360, 2, 1), P::Running);
 }
 
 // `blur` forced onto `path` (and taking it, where `taken`), within `tol` of
@@ -803,8 +803,8 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
 template <class T, class Blur>
 void check_forced_path(Blur& blur, cuda::BlurPath path, bool taken, const HostImage<T>& src, const HostImage<T>& want,
                        int tol) {
-  blur.set_path(path);
-  if (taken) EXPECT_EQ(blur.path_taken(src.w, src.h, src.c, sizeof(T)), path);
+  cuda::set_path(blur, path);
+  if (taken) EXPECT_EQ(cuda::path_taken(blur, src.w, src.h, src.c, sizeof(T)), path);
   gpu_case<T>(src, want, tol, [&](Plane<const T> a, Plane<T> b, cudaStream_t st) { blur.template apply<T>(a, b, st); });
   cuda::CudaStream stream;
   DeviceImage<T> d(src.w, src.h, src.c);
@@ -925,8 +925,8 @@ TEST(CudaBlur, RunningBoxWaitsForAnEarlySignallingProducer) {
   HostImage<uint8_t> want(w, h, 1);
   reference::box_blur<uint8_t>(src.cplane(), want.plane(), r, r);
   cuda::BoxBlur blur(r);
-  blur.set_path(cuda::BlurPath::Running);
-  ASSERT_EQ(blur.path_taken(w, h, 1, 1), cuda::BlurPath::Running);
+  cuda::set_path(blur, cuda::BlurPath::Running);
+  ASSERT_EQ(cuda::path_taken(blur, w, h, 1, 1), cuda::BlurPath::Running);
   DeviceImage<uint8_t> staged(w, h, 1, true), plane(w, h, 1, true), out(w, h, 1, true);
   staged.poison(0);  // the producer copies whole pitched rows: their padding too (compute-sanitizer initcheck)
   staged.upload(src);
@@ -1071,21 +1071,21 @@ TEST(CudaBlur, TensorGaussEveryRadius) {
   }
   // Where it cannot run it falls back to the register path.
   cuda::GaussianBlur small(2.0), large(11.0);
-  small.set_path(cuda::BlurPath::Tensor);
-  large.set_path(cuda::BlurPath::Tensor);
-  EXPECT_EQ(small.path_taken(640, 360, 1, 1), cuda::BlurPath::Tensor);
-  EXPECT_EQ(small.path_taken(640, 360, 1, 2), cuda::BlurPath::Register);
-  EXPECT_EQ(small.path_taken(640, 360, 2, 1), cuda::BlurPath::Tensor);
-  EXPECT_EQ(small.path_taken(640, 360, 3, 1), cuda::BlurPath::Fused);
-  EXPECT_EQ(large.path_taken(640, 360, 1, 1), cuda::BlurPath::Fused);  // r = 33: nor the register path
+  cuda::set_path(small, cuda::BlurPath::Tensor);
+  cuda::set_path(large, cuda::BlurPath::Tensor);
+  EXPECT_EQ(cuda::path_taken(small, 640, 360, 1, 1), cuda::BlurPath::Tensor);
+  EXPECT_EQ(cuda::path_taken(small, 640, 360, 1, 2), cuda::BlurPath::Register);
+  EXPECT_EQ(cuda::path_taken(small, 640, 360, 2, 1), cuda::BlurPath::Tensor);
+  EXPECT_EQ(cuda::path_taken(small, 640, 360, 3, 1), cuda::BlurPath::Fused);
+  EXPECT_EQ(cuda::path_taken(large, 640, 360, 1, 1), cuda::BlurPath::Fused);  // r = 33: nor the register path
   cuda::GaussianBlur pair_limit(32 / 3.0, 32 / 3.0, 32, 32), pair_over(11.0, 11.0, 33, 33);
-  pair_limit.set_path(cuda::BlurPath::Tensor);
-  pair_over.set_path(cuda::BlurPath::Tensor);
-  EXPECT_EQ(pair_limit.path_taken(640, 360, 2, 1), cuda::BlurPath::Tensor);  // the channels apart: 32 pixels
-  EXPECT_NE(pair_over.path_taken(640, 360, 2, 1), cuda::BlurPath::Tensor);
+  cuda::set_path(pair_limit, cuda::BlurPath::Tensor);
+  cuda::set_path(pair_over, cuda::BlurPath::Tensor);
+  EXPECT_EQ(cuda::path_taken(pair_limit, 640, 360, 2, 1), cuda::BlurPath::Tensor);  // the channels apart: 32 pixels
+  EXPECT_NE(cuda::path_taken(pair_over, 640, 360, 2, 1), cuda::BlurPath::Tensor);
   cuda::BoxBlur box(3);
-  box.set_path(cuda::BlurPath::Tensor);
-  EXPECT_EQ(box.path_taken(640, 360, 1, 1), cuda::BlurPath::Register);
+  cuda::set_path(box, cuda::BlurPath::Tensor);
+  EXPECT_EQ(cuda::path_taken(box, 640, 360, 1, 1), cuda::BlurPath::Register);
 }
 
 // The tensor kernel counts the 16-wide blocks of taps across (from rx
@@ -1164,7 +1164,7 @@ TEST(CudaBlur, RacecheckSet) {
     HostImage<uint16_t> values(260, 70, 1);
     for (std::size_t i = 0; i < src.buf.size(); ++i) values.buf[i] = static_cast<uint16_t>(src.buf[i] >> 6);
     cuda::GaussianBlur blur(2.0);
-    blur.set_path(path);
+    cuda::set_path(blur, path);
     // The same blur without the shift on the values, shifted up: bit for bit
     // what the shifted blur must give (SampleShiftEveryPath).
     cuda::CudaStream stream;
@@ -1203,15 +1203,15 @@ TEST(CudaBlur, UnalignedPlanesMatchReference) {
   for (cuda::BlurPath path : kPaths) {
     SCOPED_TRACE(path_label(path));
     HostImage<uint8_t> got(w, h, 1);
-    g.set_path(path);
+    cuda::set_path(g, path);
     g.apply<uint8_t>(in, out, nullptr);
     CUDA_CHECK(cudaMemcpy2D(got.buf.data(), got.pitch, out.data, pitch, w, h, cudaMemcpyDeviceToHost));
     EXPECT_TRUE(close_to(got, want_g, 1));
-    box.set_path(path);
+    cuda::set_path(box, path);
     box.apply<uint8_t>(in, out, nullptr);
     CUDA_CHECK(cudaMemcpy2D(got.buf.data(), got.pitch, out.data, pitch, w, h, cudaMemcpyDeviceToHost));
     EXPECT_TRUE(close_to(got, want_b, 0));
-    box1.set_path(path);
+    cuda::set_path(box1, path);
     box1.apply<uint8_t>(in, out, nullptr);
     CUDA_CHECK(cudaMemcpy2D(got.buf.data(), got.pitch, out.data, pitch, w, h, cudaMemcpyDeviceToHost));
     EXPECT_TRUE(close_to(got, want_b1, 0));
@@ -1240,8 +1240,8 @@ TEST(CudaBlur, AnisotropicMatchesReference) {
     cuda::BoxBlur bx(4, 1);
     for (cuda::BlurPath path : kPaths) {
       SCOPED_TRACE(testing::Message() << path_label(path) << " channels=" << channels);
-      g.set_path(path);
-      bx.set_path(path);
+      cuda::set_path(g, path);
+      cuda::set_path(bx, path);
       gpu_case<uint16_t>(src, want, 1, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { g.apply<uint16_t>(a, b, st); });
       gpu_case<uint16_t>(src, want_box, 0, [&](Plane<const uint16_t> a, Plane<uint16_t> b, cudaStream_t st) { bx.apply<uint16_t>(a, b, st); });
     }
@@ -1281,7 +1281,7 @@ TEST(CudaBlur, SampleShiftEveryPath) {
     auto run = [&](auto& blur) {
       for (cuda::BlurPath path : kPaths) {
         SCOPED_TRACE(path_label(path));
-        blur.set_path(path);
+        cuda::set_path(blur, path);
         // The same blur without the shift, on the values, shifted back up.
         cuda::CudaStream stream;
         DeviceImage<uint16_t> d_values(c.s.w, c.s.h, c.channels), d_plain(c.s.w, c.s.h, c.channels);
@@ -1346,7 +1346,7 @@ TEST(CudaBlur, InPlaceMatchesReference) {
     for (cuda::BlurPath path : kPaths) {
       SCOPED_TRACE(path_label(path));
       d.upload(src);
-      blur.set_path(path);
+      cuda::set_path(blur, path);
       blur.apply<uint8_t>(d.plane(), d.plane(), stream.get());
       stream.synchronize();
       EXPECT_TRUE(close_to(d.download(), want, 1));
@@ -1363,7 +1363,7 @@ TEST(CudaBlur, InPlaceMatchesReference) {
     for (cuda::BlurPath path : kPaths) {
       SCOPED_TRACE(path_label(path));
       d.upload(src);
-      blur.set_path(path);
+      cuda::set_path(blur, path);
       blur.apply<uint16_t>(d.plane(), d.plane(), stream.get());
       stream.synchronize();
       EXPECT_TRUE(close_to(d.download(), want, 0));

@@ -661,14 +661,17 @@ GaussianBlur::GaussianBlur(double sigma_x, double sigma_y, int radius_x, int rad
   weights_ = DeviceBuffer::from_host(host_weights_.data(), host_weights_.size() * sizeof(float));
 }
 
-BlurPath GaussianBlur::path_taken(int width, int height, int channels, std::size_t sample_bytes) const {
-  return path_of(choose_kernel<float>(path_, true, channels, sample_bytes, radius_x_, radius_y_, width * channels, height));
+namespace detail {
+BlurPath path_taken(const GaussianBlur& blur, int width, int height, int channels, std::size_t sample_bytes) {
+  return path_of(choose_kernel<float>(PathAccess::get(blur), true, channels, sample_bytes, blur.radius_x(),
+                                      blur.radius_y(), width * channels, height));
 }
 
-BlurPath BoxBlur::path_taken(int width, int height, int channels, std::size_t sample_bytes) const {
-  return path_of(
-      choose_kernel<uint32_t>(path_, false, channels, sample_bytes, radius_x_, radius_y_, width * channels, height));
+BlurPath path_taken(const BoxBlur& blur, int width, int height, int channels, std::size_t sample_bytes) {
+  return path_of(choose_kernel<uint32_t>(PathAccess::get(blur), false, channels, sample_bytes, blur.radius_x(),
+                                         blur.radius_y(), width * channels, height));
 }
+}  // namespace detail
 
 void GaussianBlur::reserve(int width, int height, int channels) { ensure_scratch(scratch_, width, height, channels); }
 

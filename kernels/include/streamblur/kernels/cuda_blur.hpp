@@ -20,8 +20,9 @@ namespace detail {
 // Which kernels apply() runs: Auto (the default) picks them; the tests and the
 // benchmark may force others. Its values are defined, with what each path
 // does, in streamblur/kernels/detail/blur_path.hpp (source tree only, not
-// installed).
+// installed), with set_path() and path_taken().
 enum class BlurPath : int;
+struct PathAccess;
 }  // namespace detail
 
 // Separable Gaussian of one plane on the device (weights uploaded once).
@@ -33,8 +34,6 @@ class GaussianBlur {
   int radius_y() const noexcept { return radius_y_; }
   // Sizes the scratch for planes up to width x height x channels (may synchronise).
   void reserve(int width, int height, int channels);
-  // For the tests and the benchmark (detail/blur_path.hpp): forces a kernel path; Auto by default.
-  void set_path(detail::BlurPath path) noexcept { path_ = path; }
   // For 16-bit samples that hold their value above `shift` zero low bits
   // (P010: 6): apply() blurs the values (v >> shift) and writes its results
   // shifted back up, low bits zero, bit for bit as shifting the plane down,
@@ -42,10 +41,6 @@ class GaussianBlur {
   // kernels take the shift (the register and wide Gaussians; the other
   // kernels shift around the blur). 0..15; an 8-bit apply() with a shift throws.
   void set_sample_shift(int shift);
-  // For the tests and the benchmark: the kernels apply() runs for a width x
-  // height plane of `channels` samples of `sample_bytes` on the current
-  // device, after the fall-backs (never Auto).
-  detail::BlurPath path_taken(int width, int height, int channels, std::size_t sample_bytes) const;
   // Blurs src into dst (may be the same plane), enqueued on `stream`.
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
   // Device memory held (weights and scratch).
@@ -53,7 +48,8 @@ class GaussianBlur {
 
  private:
   int radius_x_, radius_y_;
-  detail::BlurPath path_{};  // Auto
+  friend struct detail::PathAccess;
+  detail::BlurPath path_{};  // Auto; forced by the tests and the benchmark
   int shift_ = 0;
   std::vector<float> host_weights_;  // 2rx+1 horizontal then 2ry+1 vertical floats
   DeviceBuffer weights_;   // the same, on the device
@@ -67,17 +63,16 @@ class BoxBlur {
   BoxBlur(int radius_x, int radius_y);
   int radius_x() const noexcept { return radius_x_; }
   int radius_y() const noexcept { return radius_y_; }
-  // As GaussianBlur's: reserve, set_path and apply (src and dst may be the same plane).
+  // As GaussianBlur's: reserve and apply (src and dst may be the same plane).
   void reserve(int width, int height, int channels);
-  void set_path(detail::BlurPath path) noexcept { path_ = path; }
   void set_sample_shift(int shift);  // as GaussianBlur's (the box kernels shift around the blur)
-  detail::BlurPath path_taken(int width, int height, int channels, std::size_t sample_bytes) const;  // as GaussianBlur's
   template <class T> void apply(Plane<const T> src, Plane<T> dst, cudaStream_t stream);
   std::size_t device_bytes() const noexcept { return scratch_.size(); }
 
  private:
   int radius_x_, radius_y_;
-  detail::BlurPath path_{};  // Auto
+  friend struct detail::PathAccess;
+  detail::BlurPath path_{};  // Auto; forced by the tests and the benchmark
   int shift_ = 0;
   DeviceBuffer scratch_;   // uint32 horizontal sums, or an in-place output and the running path's band sums
 };

@@ -29,10 +29,27 @@ namespace detail {
 // back to the register path (16-bit samples, a box) and on from there.
 enum class BlurPath : int { Auto, Fused, TwoPass, Register, Sliding, Running, Wide, Tensor };
 static_assert(static_cast<int>(BlurPath::Auto) == 0, "GaussianBlur and BoxBlur start on Auto (path_{})");
+
+// The one door to a blur's private path.
+struct PathAccess {
+  template <class Blur> static void set(Blur& blur, BlurPath path) noexcept { blur.path_ = path; }
+  template <class Blur> static BlurPath get(const Blur& blur) noexcept { return blur.path_; }
+};
+
+// Forces the kernel path a blur's apply() runs; Auto by default.
+inline void set_path(GaussianBlur& blur, BlurPath path) noexcept { PathAccess::set(blur, path); }
+inline void set_path(BoxBlur& blur, BlurPath path) noexcept { PathAccess::set(blur, path); }
+
+// The kernels apply() runs for a width x height plane of `channels` samples
+// of `sample_bytes` on the current device, after the fall-backs (never Auto).
+BlurPath path_taken(const GaussianBlur& blur, int width, int height, int channels, std::size_t sample_bytes);
+BlurPath path_taken(const BoxBlur& blur, int width, int height, int channels, std::size_t sample_bytes);
 }  // namespace detail
 
-// Spelled cuda::BlurPath by the tests and the benchmark.
+// Spelled cuda::BlurPath, cuda::set_path and cuda::path_taken by the tests and the benchmark.
 using detail::BlurPath;
+using detail::path_taken;
+using detail::set_path;
 
 // "auto", "fused", "two-pass", "register", "sliding", "running", "wide", "tensor".
 const char* path_name(BlurPath path) noexcept;
