@@ -30,6 +30,7 @@ extern "C" {
 #include "streamblur/kernels/cpu_blur.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/kernels/params.hpp"
+#include "streamblur/pipeline/stats_json.hpp"
 #include "streamblur/pipeline/batch.hpp"
 
 namespace {
@@ -376,21 +377,17 @@ void print_pipeline_summary(const std::vector<bench::JobResult>& rs, const std::
   std::fflush(stdout);
 }
 
-nlohmann::json stage(const streamblur::StageStats& s) { return {{"busy_s", s.busy_s}, {"blocked_s", s.blocked_s}}; }
-
+// A job's row: its own figures, then (streamblur jobs) the run's statistics
+// as streamblur writes them everywhere (stats_json.hpp).
 nlohmann::json job_json(const bench::JobResult& r) {
   nlohmann::json j = {{"clip", r.clip}, {"job", r.job}, {"tool", r.tool}, {"backend", r.backend},
                       {"frames", r.frames}, {"wall_s", r.wall_s}, {"fps", r.fps}, {"ratio", r.ratio},
                       {"reference", r.reference}, {"decoder", r.decoder}, {"vs_ffmpeg", r.vs_ffmpeg},
                       {"vs_ffmpeg_transcode", r.vs_ffmpeg_transcode}, {"note", r.note}};
   if (r.tool == "streamblur") {
-    j["stages"] = {{"decode", stage(r.stats.decode)}, {"upload", stage(r.stats.upload)},
-                   {"filter", stage(r.stats.filter)}, {"download", stage(r.stats.download)},
-                   {"encode", stage(r.stats.encode)}};
-    j["bounding_stage"] = r.stats.bounding_stage;
-    j["filters"] = r.stats.filters;
-    j["device"] = r.stats.device;
-    j["gpu_memory_bytes"] = r.stats.gpu_memory_bytes;
+    const nlohmann::json stats = nlohmann::json::parse(streamblur::run_stats_json(r.stats));
+    for (const auto& [key, value] : stats.items())
+      if (!j.contains(key)) j[key] = value;
   }
   return j;
 }

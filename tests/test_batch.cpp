@@ -66,22 +66,6 @@ void write_text_file(const std::string& path) {
 }
 
 // Every decoded frame of `path`, its visible planes packed one after another.
-std::vector<std::string> frame_bytes(const std::string& path) {
-  io::MediaReader r(path);
-  std::vector<std::string> v;
-  io::DecodedFrame f;
-  while (r.read(f)) {
-    const AVFrame* fr = f.frame.get();
-    const auto fmt = static_cast<AVPixelFormat>(fr->format);
-    const int size = av_image_get_buffer_size(fmt, fr->width, fr->height, 1);
-    std::string buf(static_cast<std::size_t>(size), '\0');
-    av_image_copy_to_buffer(reinterpret_cast<uint8_t*>(buf.data()), size, fr->data, fr->linesize, fmt, fr->width,
-                            fr->height, 1);
-    v.push_back(std::move(buf));
-  }
-  return v;
-}
-
 // Options every library test shares: CPU backend, ffv1, notes kept quiet.
 BatchOptions cpu_batch(const std::vector<BatchJob>& jobs, const std::string& filters = "gblur=sigma=2") {
   BatchOptions b;
@@ -781,6 +765,66 @@ TEST_F(CliBatch, SingleFileModeStillWorks) {
   const CliResult bad = run({in("a.mkv"), out("b.mkv"), "--hwdec", "opencl"});
   EXPECT_EQ(bad.exit_code, 2) << bad.describe();
   EXPECT_EQ(error_lines(bad.err).size(), 1u) << bad.describe();
+}
+
+// A folder stands for its video and image files: sorted, hidden files,
+// subfolders and other files left out.
+TEST_F(CliBatch, FolderInputTakesItsMediaFiles) {
+  SKIP_WITHOUT_CLI();
+  io::write_synthetic_clip(in("b.mkv"), clip(32, 24, 3, 1));
+  io::write_synthetic_clip(in("A.MKV"), clip(32, 24, 2, 2));
+  io::write_synthetic_clip(in(".hidden.mkv"), clip(32, 24, 2, 3));
+  write_text_file(in("notes.txt"));
+  write_text_file(in("faces.jsonl"));
+  fs::create_directories(in_dir() / "sub.mkv");
+  const std::string summary = dir.file("summary.json");
+  const CliResult r = run({"batch", in_dir().string(), "--out-dir", out_dir().string(), "-c", "ffv1", "--backend",
+                           "cpu", "--vf", "boxblur=1", "--summary-json", summary, "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(out_listing(), (std::vector<std::string>{"A.MKV", "b.mkv"}));
+  const nlohmann::json j = read_json(summary);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["input"], in("A.MKV"));
+  EXPECT_EQ(j["results"][1]["input"], in("b.mkv"));
+  // A folder without media files is a usage error, before anything runs.
+  fs::create_directories(dir.path() / "empty");
+  const CliResult none = run({"batch", (dir.path() / "empty").string(), "--out-dir", dir.file("o2")});
+  EXPECT_EQ(none.exit_code, 2) << none.describe();
+  EXPECT_TRUE(contains(none.err, "no video or image files")) << none.describe();
+  EXPECT_FALSE(fs::exists(dir.file("o2")));
+}
+
+// --skip-existing resumes: outputs that exist are kept byte for byte and not
+// run, the others run, exit 0; the earlier summary is kept and this run's goes
+// to streamblur-batch-2.json.
+TEST_F(CliBatch, SkipExistingResumes) {
+  SKIP_WITHOUT_CLI();
+  for (const char* name : {"a.mkv", "b.mkv", "c.mkv"}) io::write_synthetic_clip(in(name), clip(32, 24, 3, 1));
+  const std::vector<std::string> common = {"--out-dir", out_dir().string(), "-c", "ffv1", "--backend", "cpu",
+                                           "--vf", "boxblur=1", "-q"};
+  std::vector<std::string> first = {"batch", in("a.mkv")};
+  first.insert(first.end(), common.begin(), common.end());
+  ASSERT_EQ(run(first).exit_code, 0);
+  const std::string a_before = bytes_of(out("a.mkv")), summary_before = bytes_of(out("streamblur-batch.json"));
+  std::vector<std::string> again = {"batch", in_dir().string(), "--skip-existing"};
+  again.insert(again.end(), common.begin(), common.end());
+  const CliResult r = run(again);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(bytes_of(out("a.mkv")), a_before);
+  EXPECT_EQ(bytes_of(out("streamblur-batch.json")), summary_before);
+  EXPECT_EQ(frame_bytes(out("b.mkv")).size(), 3u);
+  EXPECT_EQ(frame_bytes(out("c.mkv")).size(), 3u);
+  const nlohmann::json j = read_json(out("streamblur-batch-2.json"));
+  EXPECT_EQ(j["ok"], 2);
+  EXPECT_EQ(j["kept"], 1);
+  EXPECT_EQ(j["failed"], 0);
+  EXPECT_EQ(j["results"][0]["skipped"], "output exists");
+  EXPECT_FALSE(j["results"][1].contains("skipped"));
+  // With -y as well it is a usage error.
+  again.push_back("-y");
+  const CliResult both = run(again);
+  EXPECT_EQ(both.exit_code, 2) << both.describe();
+  EXPECT_TRUE(contains(both.err, "--skip-existing and -y")) << both.describe();
 }
 
 }  // namespace

@@ -31,12 +31,14 @@ extern "C" {
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <spawn.h>
 #include <sstream>
 #include <regex>
+#include <set>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -45,6 +47,7 @@ extern "C" {
 
 #include "streamblur/io/av_error.hpp"
 #include "streamblur/io/reader.hpp"
+#include "streamblur/io/writer.hpp"
 #include "streamblur/testing/synthetic_clip.hpp"
 
 
@@ -221,7 +224,7 @@ TEST(CliBadInput, SourceLocationOnlyWithVerbose) {
   EXPECT_TRUE(contains(plain.err, "No such file or directory")) << plain.describe();  // FFmpeg's own words
   EXPECT_FALSE(contains(plain.err, ".cpp:")) << plain.describe();
   EXPECT_TRUE(contains(verbose.err, "No such file or directory")) << verbose.describe();
-  EXPECT_TRUE(std::regex_search(verbose.err, std::regex(R"(\(reader\.cpp:[0-9]+\))"))) << verbose.describe();
+  EXPECT_TRUE(std::regex_search(verbose.err, std::regex(R"(\(at reader\.cpp:[0-9]+\))"))) << verbose.describe();
 }
 
 TEST(CliBadInput, OddSizeWithTheDefaultEncoderSaysWhatToDo) {
@@ -231,7 +234,7 @@ TEST(CliBadInput, OddSizeWithTheDefaultEncoderSaysWhatToDo) {
   TempDir dir;
   const std::string in = dir.file("odd.mkv");
   write_synthetic_clip(in, small_clip());  // 65x49 yuv420p
-  expect_bad_input(dir, {in, dir.file("out.mp4")}, {"libx264", "odd size", "65x49", "--codec ffv1"}, {in});
+  expect_bad_input(dir, {in, dir.file("out.mp4")}, {"libx264", "odd size", "65x49", "e.g. ffv1 (lossless)"}, {in});
   const CliResult r = run_cli({in, dir.file("out.mkv"), "--codec", "ffv1", "-q"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(frames_in(dir.file("out.mkv")), 6u);
@@ -439,7 +442,8 @@ TEST_F(CliWithInput, StatsJson) {
   ASSERT_NO_THROW(j = nlohmann::json::parse(bytes_of(js))) << bytes_of(js);
   EXPECT_EQ(j.at("frames").get<int64_t>(), 6);
   EXPECT_TRUE(contains(j.at("filters").get<std::string>(), "gblur"));
-  EXPECT_EQ(j.at("input_pix_fmt").get<std::string>(), "yuv420p");
+  EXPECT_EQ(j.at("input_format").get<std::string>(), "yuv420p");
+  EXPECT_EQ(j.at("processing_format").get<std::string>(), "yuv420p");
   EXPECT_FALSE(j.at("stopped_early").get<bool>());
   expect_stats_consistent(j, out, measured, 4);
   EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv", "stats.json"}));
@@ -1102,3 +1106,211 @@ TEST(CliSequence, BatchWritesTheWholeSequence) {
   EXPECT_EQ(names_in(dir.path() / "out"),
             (std::vector<std::string>{"f001.png", "f002.png", "f003.png", "streamblur-batch.json"}));
 }
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// FFmpeg's spellings
+// ---------------------------------------------------------------------------
+
+// The codec of an output's video stream.
+std::string video_codec_of(const std::string& path) {
+  MediaReader r(path);
+  return avcodec_get_name(r.format_context()->streams[r.video_stream_index()]->codecpar->codec_id);
+}
+
+struct SpellingRow {
+  const char* name;
+  std::vector<std::string> ffmpeg_style;  // {in} and {out} stand for the paths
+  std::vector<std::string> long_form;
+};
+
+void PrintTo(const SpellingRow& row, std::ostream* os) { *os << row.name; }
+
+std::vector<std::string> with_paths(const std::vector<std::string>& args, const std::string& in, const std::string& out) {
+  std::vector<std::string> a;
+  for (const std::string& s : args) a.push_back(s == "{in}" ? in : s == "{out}" ? out : s);
+  return a;
+}
+
+class CliFfmpegSpelling : public ::testing::TestWithParam<SpellingRow> {};
+
+// Each of ffmpeg's spellings gives the output its long form gives, frame for
+// frame (and the filter changed the frames, so the comparison means something).
+TEST_P(CliFfmpegSpelling, MeansWhatTheLongFormMeans) {
+  const SpellingRow& row = GetParam();
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  write_synthetic_clip(in, small_clip(5));
+  const CliResult a = run_cli(with_paths(row.ffmpeg_style, in, dir.file("a.mkv")));
+  ASSERT_EQ(a.exit_code, 0) << a.describe();
+  const CliResult b = run_cli(with_paths(row.long_form, in, dir.file("b.mkv")));
+  ASSERT_EQ(b.exit_code, 0) << b.describe();
+  const std::vector<std::string> got = frame_bytes(dir.file("a.mkv")), want = frame_bytes(dir.file("b.mkv"));
+  EXPECT_FALSE(got.empty());
+  EXPECT_TRUE(got == want) << "the ffmpeg spelling gave another output";
+  EXPECT_FALSE(got == frame_bytes(in)) << "the filter did nothing: the comparison proves little";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, CliFfmpegSpelling,
+    ::testing::Values(
+        SpellingRow{"dash_i_vf_cv",
+                    {"-hide_banner", "-nostdin", "-i", "{in}", "-vf", "gblur=sigma=2", "-c:v", "ffv1", "{out}", "-q"},
+                    {"{in}", "{out}", "--vf", "gblur=sigma=2", "--codec", "ffv1", "-q"}},
+        SpellingRow{"filter_v_vcodec_frames_v",
+                    {"-i", "{in}", "-filter:v", "boxblur=2", "-vcodec", "ffv1", "-frames:v", "3", "{out}", "-q"},
+                    {"{in}", "{out}", "--vf", "boxblur=2", "-c", "ffv1", "--frames", "3", "-q"}},
+        SpellingRow{"vframes_codec_v_loglevel",
+                    {"{in}", "{out}", "-loglevel", "error", "-vf", "gblur=1", "-codec:v", "ffv1", "-vframes", "2"},
+                    {"{in}", "{out}", "--vf", "gblur=1", "-c", "ffv1", "--frames", "2", "-q"}},
+        SpellingRow{"v_level_threads_ss",
+                    {"-v", "error", "-threads", "1", "-ss", "0.1", "-i", "{in}", "-vf", "boxblur=1", "-c:v", "ffv1",
+                     "{out}"},
+                    {"{in}", "{out}", "--threads", "1", "--ss", "0.1", "--vf", "boxblur=1", "-c", "ffv1", "-q"}}),
+    [](const ::testing::TestParamInfo<SpellingRow>& p) { return std::string(p.param.name); });
+
+// "-crf 20" was read as "-c rf" (an encoder named rf) and "-preset" as "-p
+// reset": both are encoder settings, as in ffmpeg.
+TEST_F(CliWithInput, CrfAndPresetAreEncoderSettings) {
+  const std::string out = dir.file("out.mp4");
+  const CliResult r = run_cli({"-i", in, "-crf", "30", "-preset", "ultrafast", "-c:v", "libx264", out, "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(video_codec_of(out), "h264");
+  expect_bad_input(dir, {in, dir.file("o.mp4"), "-crf", "99"}, {"crf"}, {in});
+}
+
+// -n never overwrites (the default); with -y it is a usage error.
+TEST_F(CliWithInput, DashNNeverOverwrites) {
+  const std::string out = dir.file("out.mkv");
+  { std::ofstream(out) << "precious"; }
+  expect_bad_input(dir, {"-n", "-i", in, "-c:v", "ffv1", out}, {"already exists"}, {in, out});
+  const CliResult both = run_cli({"-n", "-y", "-i", in, out});
+  EXPECT_EQ(both.exit_code, 2) << both.describe();
+  EXPECT_TRUE(contains(both.err, "-y and -n")) << both.describe();
+  EXPECT_EQ(bytes_of(out), "precious");
+}
+
+// -loglevel: quiet prints nothing even for an error; error prints the error
+// only; info (the default) prints the notes; a bad level is a usage error.
+TEST_F(CliWithInput, LoglevelAsFfmpeg) {
+  const CliResult quiet = run_cli({"-v", "quiet", dir.file("missing.mkv"), dir.file("o.mkv")});
+  EXPECT_EQ(quiet.exit_code, 1) << quiet.describe();
+  EXPECT_TRUE(quiet.err.empty()) << quiet.describe();
+  const CliResult error = run_cli({"-loglevel", "error", in, dir.file("o1.mkv"), "-c", "ffv1"});
+  EXPECT_EQ(error.exit_code, 0) << error.describe();
+  EXPECT_TRUE(error.err.empty()) << error.describe();
+  const CliResult info = run_cli({"-loglevel", "repeat+info", in, dir.file("o2.mkv"), "-c", "ffv1"});
+  EXPECT_EQ(info.exit_code, 0) << info.describe();
+  EXPECT_TRUE(contains(info.err, "done: 6 frames")) << info.describe();
+  const CliResult bad = run_cli({"-loglevel", "loud", in, dir.file("o3.mkv")});
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_TRUE(contains(bad.err, "'loud' is not a level")) << bad.describe();
+  EXPECT_FALSE(fs::exists(dir.file("o3.mkv")));
+}
+
+// -f names the container: Matroska to standard output, which has no extension.
+TEST_F(CliWithInput, FormatToStandardOutput) {
+  const CliResult r = run_cli({"-i", in, "-f", "matroska", "-c:v", "ffv1", "-", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_GE(r.out.size(), 4u);
+  EXPECT_EQ(r.out.substr(0, 4), std::string("\x1a\x45\xdf\xa3", 4)) << "not Matroska (EBML)";
+  const CliResult bad = run_cli({"-i", in, "-f", "nosuchformat", dir.file("o.mkv")});
+  EXPECT_NE(bad.exit_code, 0) << bad.describe();
+  EXPECT_TRUE(contains(bad.err, "nosuchformat")) << bad.describe();
+}
+
+// -hwaccel cuda is --hwdec nvdec: without a device it is an error, never a
+// silent CPU decode.
+TEST_F(CliWithInput, HwaccelCudaRequiresNvdec) {
+  if (run_cli({in, dir.file("probe.mkv"), "--backend", "cuda", "-q"}).exit_code == 0)
+    GTEST_SKIP() << "a CUDA device is present: NVDEC may work";
+  const CliResult r = run_cli({"-hwaccel", "cuda", "-i", in, dir.file("o.mkv")});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(contains(r.err, "NVDEC") || contains(r.err, "nvdec")) << r.describe();
+  EXPECT_FALSE(fs::exists(dir.file("o.mkv")));
+}
+
+// The default encoder follows the container, as in ffmpeg.
+TEST_F(CliWithInput, DefaultEncoderFollowsTheContainer) {
+  const struct {
+    const char* name;
+    const char* codec;
+  } rows[] = {{"o.mp4", "h264"}, {"o.mkv", "h264"}, {"o.webm", "vp9"}, {"o.avi", "mpeg4"}};
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    const CliResult r = run_cli({in, dir.file(row.name), "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(video_codec_of(dir.file(row.name)), row.codec);
+  }
+  EXPECT_EQ(streamblur::io::default_video_encoder("x.png"), "png");
+  EXPECT_EQ(streamblur::io::default_video_encoder("-", "matroska"), "libx264");
+  const std::string err = error_of([] { streamblur::io::default_video_encoder("x.wav"); });
+  EXPECT_TRUE(contains(err, "holds no video")) << err;
+}
+
+// ---------------------------------------------------------------------------
+// -progress
+// ---------------------------------------------------------------------------
+
+// key=value blocks of a -progress output, in order.
+std::vector<std::map<std::string, std::string>> progress_blocks(const std::string& text) {
+  std::vector<std::map<std::string, std::string>> blocks(1);
+  for (const std::string& line : lines_of(text)) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    blocks.back()[line.substr(0, eq)] = line.substr(eq + 1);
+    if (line.rfind("progress=", 0) == 0) blocks.emplace_back();
+  }
+  blocks.pop_back();
+  return blocks;
+}
+
+TEST_F(CliWithInput, ProgressFileAsFfmpegWritesIt) {
+  const std::string progress = dir.file("progress.txt");
+  const CliResult r = run_cli({"-i", in, "-c:v", "ffv1", "-progress", progress, dir.file("o.mkv"), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto blocks = progress_blocks(bytes_of(progress));
+  ASSERT_FALSE(blocks.empty()) << bytes_of(progress);
+  for (const char* key : {"frame", "fps", "out_time_us", "out_time_ms", "out_time", "speed", "progress"})
+    EXPECT_TRUE(blocks.back().count(key)) << key << " missing: " << bytes_of(progress);
+  EXPECT_EQ(blocks.back().at("progress"), "end");
+  EXPECT_EQ(blocks.back().at("frame"), "6");
+  for (std::size_t i = 0; i + 1 < blocks.size(); ++i) EXPECT_EQ(blocks[i].at("progress"), "continue");
+  EXPECT_EQ(blocks.back().at("out_time").size(), std::string("00:00:00.000000").size());
+  // An output like any other: it exists now, so without -y the run is refused.
+  expect_bad_input(dir, {"-i", in, "-progress", progress, dir.file("o2.mkv")}, {"progress", "already exists"},
+                   {in, progress});
+}
+
+TEST_F(CliWithInput, ProgressToStandardOutputAndFailures) {
+  const CliResult r = run_cli({in, dir.file("o.mkv"), "-c", "ffv1", "-progress", "pipe:1", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.out, "progress=end\n")) << r.describe();
+  // A failed run removes the progress file it made.
+  expect_bad_input(dir, {dir.file("missing.mkv"), dir.file("o2.mkv"), "-progress", dir.file("p.txt")}, {"missing.mkv"});
+  // It cannot be the input, nor share standard output with the video.
+  expect_bad_input(dir, {in, dir.file("o3.mkv"), "-progress", in}, {"progress", "input"}, {in});
+  const CliResult both = run_cli({in, "-f", "matroska", "-", "-progress", "-"});
+  EXPECT_NE(both.exit_code, 0) << both.describe();
+  EXPECT_TRUE(contains(both.err, "standard output")) << both.describe();
+}
+
+// The same statistics keys in --stats-json and the batch summary.
+TEST_F(CliWithInput, StatsKeysAreTheSameEverywhere) {
+  const std::string js = dir.file("stats.json"), summary = dir.file("summary.json");
+  ASSERT_EQ(run_cli({in, dir.file("o.mkv"), "-c", "ffv1", "--stats-json", js, "-q"}).exit_code, 0);
+  ASSERT_EQ(run_cli({"batch", in, "--out-dir", dir.file("b"), "-c", "ffv1", "--summary-json", summary, "-q"}).exit_code,
+            0);
+  std::set<std::string> single, batch;
+  const nlohmann::json stats = nlohmann::json::parse(bytes_of(js));
+  for (const auto& [k, v] : stats.items()) single.insert(k);
+  const nlohmann::json sj = nlohmann::json::parse(bytes_of(summary));
+  for (const auto& [k, v] : sj.at("results").at(0).items()) batch.insert(k);
+  batch.erase("ok");
+  EXPECT_EQ(single, batch);
+  for (const char* key : {"processing_format", "input_format", "setup_s", "stages", "bounding_stage"})
+    EXPECT_TRUE(single.count(key)) << key;
+}
+
+}  // namespace

@@ -355,6 +355,7 @@ inline bool gpu_required() {
 
 extern "C" {
 #include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
 }
 
 #include <unistd.h>
@@ -457,6 +458,24 @@ inline void read_everything(streamblur::io::MediaReader& reader, std::vector<str
     for (auto& p : f.passthrough) packets.push_back(std::move(p));
   }
   for (auto& p : reader.take_remaining_passthrough()) packets.push_back(std::move(p));
+}
+
+// Every decoded frame of `path`, its planes packed into one string each (for
+// comparing two outputs frame for frame).
+inline std::vector<std::string> frame_bytes(const std::string& path) {
+  streamblur::io::MediaReader r(path);
+  std::vector<std::string> v;
+  streamblur::io::DecodedFrame f;
+  while (r.read(f)) {
+    const AVFrame* fr = f.frame.get();
+    const auto fmt = static_cast<AVPixelFormat>(fr->format);
+    const int size = av_image_get_buffer_size(fmt, fr->width, fr->height, 1);
+    std::string buf(static_cast<std::size_t>(size), '\0');
+    av_image_copy_to_buffer(reinterpret_cast<uint8_t*>(buf.data()), size, fr->data, fr->linesize, fmt, fr->width,
+                            fr->height, 1);
+    v.push_back(std::move(buf));
+  }
+  return v;
 }
 
 }  // namespace sbtest

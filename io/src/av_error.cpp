@@ -29,8 +29,8 @@ void throw_av_error(int code, const char* call, const char* file, int line, cons
   base = base ? base + 1 : file;
   std::string msg;
   if (!context.empty()) msg = context + ": ";
-  msg += std::string(call) + " failed: " + av_error_string(code) + " (" + base + ":" + std::to_string(line) + ")";
-  throw AVError(one_line(std::move(msg)), code);
+  msg += std::string(call) + " failed: " + av_error_string(code);
+  throw AVError(one_line(std::move(msg)), code, std::string(base) + ":" + std::to_string(line));
 }
 
 }  // namespace streamblur::io

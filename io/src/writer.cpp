@@ -37,7 +37,7 @@ std::string odd_size_advice(const AVCodec* codec, AVPixelFormat fmt, int width, 
   if (!d || !((d->log2_chroma_w && width % 2) || (d->log2_chroma_h && height % 2))) return "";
   return "; " + std::string(codec->name) + " cannot code an odd size (" + std::to_string(width) + "x" +
          std::to_string(height) + ") in " + av_get_pix_fmt_name(fmt) +
-         ": choose an encoder that can, e.g. --codec ffv1 (lossless) with a .mkv output, or make the input's size "
+         ": choose an encoder that can, e.g. ffv1 (lossless) with a .mkv output, or make the input's size "
          "even first";
 }
 

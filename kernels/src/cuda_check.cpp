@@ -11,9 +11,9 @@ namespace streamblur::cuda {
 void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
   cudaGetLastError();  // reported now: no later check may see it again (sticky errors stay, as they must)
   std::ostringstream m;
-  m << "CUDA error: " << call << " failed: " << cudaGetErrorString(code) << " (" << cudaGetErrorName(code)
-    << ") at " << file << ":" << line;
-  throw CudaError(m.str(), code);
+  m << "CUDA error: " << call << " failed: " << cudaGetErrorString(code) << " (" << cudaGetErrorName(code) << ")";
+  const char* base = std::strrchr(file, '/');
+  throw CudaError(m.str(), code, std::string(base ? base + 1 : file) + ":" + std::to_string(line));
 }
 
 void check_teardown(cudaError_t code, const char* call) noexcept {

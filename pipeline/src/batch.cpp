@@ -333,9 +333,37 @@ std::vector<BatchResult> BatchRun::run() {
 
 }  // namespace
 
+namespace {
+// A regular file (or a link to one) at the output path: what skip_existing keeps.
+bool output_exists(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+}  // namespace
+
 std::vector<BatchResult> run_batch(const BatchOptions& options) {
   check_jobs(options);
-  return BatchRun(options).run();
+  if (!options.skip_existing) return BatchRun(options).run();
+  std::vector<BatchResult> results(options.jobs.size());
+  BatchOptions rest = options;
+  rest.jobs.clear();
+  std::vector<std::size_t> ran;  // rest.jobs[k] is options.jobs[ran[k]]
+  for (std::size_t i = 0; i < options.jobs.size(); ++i) {
+    results[i].job = options.jobs[i];
+    if (output_exists(options.jobs[i].output)) {
+      results[i].skipped = results[i].kept_existing = true;
+    } else {
+      rest.jobs.push_back(options.jobs[i]);
+      ran.push_back(i);
+    }
+  }
+  if (rest.jobs.empty()) {
+    if (options.progress) options.progress(BatchProgress{.eta_s = 0, .final = true});
+    return results;
+  }
+  std::vector<BatchResult> done = BatchRun(rest).run();
+  for (std::size_t k = 0; k < done.size(); ++k) results[ran[k]] = std::move(done[k]);
+  return results;
 }
 
 }  // namespace streamblur

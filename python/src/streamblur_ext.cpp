@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/io/av_error.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "streamblur/kernels/reference.hpp"
@@ -53,6 +54,7 @@
 #include "streamblur/pipeline/frame_layout.hpp"
 #include "streamblur/pipeline/output_file.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/pipeline/stats_json.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -820,32 +822,9 @@ BackendChoice parse_backend_choice(const std::string& backend) {
   throw std::invalid_argument("backend must be 'auto', 'cpu' or 'cuda', got '" + backend + "'");
 }
 
+// The run's statistics with the keys streamblur writes everywhere (stats_json.hpp).
 nb::dict run_stats_dict(const RunStats& s) {
-  nb::dict d;
-  d["backend"] = s.backend;
-  d["filters"] = s.filters;
-  d["frames"] = s.frames;
-  d["wall_s"] = s.wall_s;
-  d["fps"] = s.fps;
-  d["bounding_stage"] = s.bounding_stage;
-  d["decode_warnings"] = s.decode_warnings;
-  d["stopped_early"] = s.stopped_early;
-  d["input_format"] = s.input_format;
-  d["processing_format"] = s.processing_format;
-  d["decoder"] = s.decoder;
-  d["device"] = s.device;
-  d["gpu_memory_bytes"] = s.gpu_memory_bytes;
-  nb::dict stages;
-  const std::pair<const char*, const StageStats*> all[] = {
-      {"decode", &s.decode}, {"upload", &s.upload}, {"filter", &s.filter}, {"download", &s.download}, {"encode", &s.encode}};
-  for (const auto& [name, st] : all) {
-    nb::dict x;
-    x["busy_s"] = st->busy_s;
-    x["blocked_s"] = st->blocked_s;
-    stages[name] = x;
-  }
-  d["stages"] = stages;
-  return d;
+  return nb::cast<nb::dict>(nb::module_::import_("json").attr("loads")(run_stats_json(s)));
 }
 
 // Options shared by process_video, process_videos and frames; checked here so
@@ -1057,18 +1036,8 @@ nb::list process_videos(const std::vector<std::string>& inputs, const std::vecto
   std::vector<BatchResult> results;
   run_stoppable([&] { results = run_batch(b); }, callback);
   nb::list out;
-  for (const BatchResult& r : results) {
-    nb::dict d = r.ok ? run_stats_dict(r.stats) : nb::dict();
-    d["input"] = r.job.input;
-    d["output"] = r.job.output;
-    d["ok"] = r.ok;
-    if (!r.ok) {
-      d["error"] = r.error;
-      d["skipped"] = r.skipped;  // never started: the batch was stopped
-    }
-    d["device"] = r.device;
-    out.append(d);
-  }
+  const nb::object loads = nb::module_::import_("json").attr("loads");
+  for (const BatchResult& r : results) out.append(loads(batch_result_json(r)));
   return out;
 }
 
@@ -1424,6 +1393,14 @@ class FrameStream {
   std::thread thread_;  // last: started once everything above exists
 };
 
+// A RuntimeError whose `location` attribute says where in streamblur's source
+// it was raised ("reader.cpp:226"), for a verbose report.
+void set_located_error(const char* what, const std::string& location) {
+  nb::object err = nb::borrow(PyExc_RuntimeError)(what);
+  err.attr("location") = location;
+  PyErr_SetObject(PyExc_RuntimeError, err.ptr());
+}
+
 nb::dict cuda_cache_stats() {
   nb::dict d;
   d["chains_configured"] = g_chains_configured.load();
@@ -1446,6 +1423,10 @@ NB_MODULE(_streamblur, m) {
       std::rethrow_exception(p);
     } catch (const OutputExistsError& e) {
       PyErr_SetString(PyExc_FileExistsError, (std::string(e.what()) + " (pass overwrite=True to replace it)").c_str());
+    } catch (const io::AVError& e) {
+      set_located_error(e.what(), e.location());
+    } catch (const cuda::CudaError& e) {
+      set_located_error(e.what(), e.location());
     }
   });
 

@@ -57,4 +57,13 @@ class MediaWriter {
   std::unique_ptr<Impl> impl_;
 };
 
+// The video encoder a container gets when none is named, as ffmpeg picks it:
+// the encoder of the container's own default video codec (libx264 for mp4,
+// mkv and mov; libvpx-vp9 for webm; mpeg4 for avi; png for a .png), the
+// container named by `format_name` or guessed from the path. Throws
+// std::runtime_error when this FFmpeg build has no encoder for it, listing the
+// encoders the container takes. An unknown container gets libx264 (opening
+// the output then says what is wrong).
+std::string default_video_encoder(const std::string& path, const std::string& format_name = {});
+
 }  // namespace streamblur::io

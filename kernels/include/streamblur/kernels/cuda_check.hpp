@@ -1,19 +1,25 @@
 #pragma once
-// CUDA errors as exceptions carrying the call, file:line and CUDA's own message.
+// CUDA errors as exceptions carrying the call, CUDA's own message and the source location.
 #include <cuda_runtime_api.h>
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace streamblur::cuda {
 
-// A failed CUDA call: the message says what and where; code() is CUDA's own error.
+// A failed CUDA call: the message says what failed and CUDA's own words;
+// code() is CUDA's error, location() where in the source it was raised
+// ("blur.cu:338"), for a verbose report.
 class CudaError : public std::runtime_error {
  public:
-  CudaError(const std::string& what, cudaError_t code) : std::runtime_error(what), code_(code) {}
+  CudaError(const std::string& what, cudaError_t code, std::string location = {})
+      : std::runtime_error(what), code_(code), location_(std::move(location)) {}
   cudaError_t code() const noexcept { return code_; }
+  const std::string& location() const noexcept { return location_; }
  private:
   cudaError_t code_;
+  std::string location_;
 };
 
 // Throws CudaError. It first clears the runtime's last error (as CV-CUDA's
@@ -53,11 +59,7 @@ bool debug_sync_enabled() noexcept;
 // Use right after `kernel<<<...>>>(...)`: STREAMBLUR_CHECK_LAUNCH("name", stream);
 #define STREAMBLUR_CHECK_LAUNCH(kernel, stream) ::streamblur::cuda::check_launch((kernel), (stream), __FILE__, __LINE__)
 
-namespace streamblur::cuda {
-
-}  // namespace streamblur::cuda
-
-// Runs a CUDA runtime call and throws CudaError (call text, file:line, CUDA's message) when it fails.
+// Runs a CUDA runtime call and throws CudaError (call text, CUDA's message, file:line) when it fails.
 #define CUDA_CHECK(call)                                                       \
   do {                                                                         \
     const cudaError_t sb_cuda_rc_ = (call);                                    \

@@ -36,7 +36,8 @@ struct BatchProgress {
 struct BatchResult {
   BatchJob job;
   bool ok = false;
-  bool skipped = false;    // never started because the batch was stopped (then !ok)
+  bool skipped = false;    // never started (then !ok): the batch was stopped, or kept_existing
+  bool kept_existing = false;  // skipped because its output exists (BatchOptions::skip_existing)
   std::string error;       // one line, when !ok (run_pipeline's message, which usually names the file)
   bool output_exists = false;  // it failed because its output exists and overwriting was not asked for
   int device = -1;         // CUDA device it ran on (-1: CPU backend or not started)
@@ -62,6 +63,10 @@ struct BatchOptions {
   // Notes of each pipeline with the job they came from, one call at a time.
   // Default: base.note with "INPUT: " in front, or a line on stderr.
   std::function<void(const BatchJob&, const std::string&)> note;
+  // A job whose output exists (a regular file) is not run but kept, and its
+  // result is skipped with kept_existing, so that a re-run resumes where an
+  // earlier one stopped. Progress counts only the jobs that run.
+  bool skip_existing = false;
 };
 
 // Parses "all" (empty result: every device) or "0,1,3" (spaces allowed); throws

@@ -137,6 +137,11 @@ struct PipelineOptions {
   std::optional<double> start_seconds;
   std::optional<double> duration_seconds;
   std::optional<int64_t> max_frames;
+  // A regions file that can never match this video (no boxes, frame keys past
+  // the last frame, pts keys that look like milliseconds or frame numbers,
+  // every box outside the picture) is reported through `note` as a warning
+  // with the numbers; strict_regions makes it an error instead.
+  bool strict_regions = false;
 };
 
 // Parses "auto", "nvdec" (also "cuda"), "none" (also "cpu"); throws
