@@ -23,7 +23,6 @@ extern "C" {
 #include "cli_options.hpp"
 #include "cli_report.hpp"
 #include "streamblur/io/log.hpp"
-#include "streamblur/io/writer.hpp"
 #include "streamblur/pipeline/filter_reference.hpp"
 #include "streamblur/pipeline/output_file.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
@@ -158,7 +157,7 @@ int run_single(const SingleCommand& s, const CommonOptions& c) {
     std::cerr << "streamblur: error: " << *err << "\n";
     return 2;
   }
-  if (opt.encoder.codec.empty()) opt.encoder.codec = io::default_video_encoder(opt.output, opt.encoder.format_name);
+  if (opt.encoder.codec.empty()) opt.encoder.codec = default_encoder_for(opt.output, opt.encoder.format_name);
   opt.device = s.device;
   opt.stop = &g_stop;
   const bool quiet = c.quiet;

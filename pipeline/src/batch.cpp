@@ -244,7 +244,7 @@ void BatchRun::run_file(std::size_t i, int device) {
   opt.output = jobs_[i].output;
   if (device >= 0) opt.device = device;
   // No encoder named: each output gets its own default (png for a .png, libx264 for a video).
-  if (opt.encoder.codec.empty()) opt.encoder.codec = default_encoder_for(opt.output);
+  if (opt.encoder.codec.empty()) opt.encoder.codec = default_encoder_for(opt.output, opt.encoder.format_name);
   opt.frame_sink = nullptr;
   opt.stop = &stop_all_;
   opt.progress = [this, i](const Progress& p) {

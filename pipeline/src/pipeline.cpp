@@ -76,14 +76,8 @@ double parse_time(const std::string& text) {
   return static_cast<double>(us) / AV_TIME_BASE;
 }
 
-std::string default_encoder_for(const std::string& output_path) {
-  const AVOutputFormat* of = av_guess_format(nullptr, output_path.c_str(), nullptr);
-  if (of && (of->flags & AVFMT_NOTIMESTAMPS) == 0 && std::strcmp(of->name, "image2") != 0) return "libx264";
-  if (of) {
-    const AVCodecID id = av_guess_codec(of, nullptr, output_path.c_str(), nullptr, AVMEDIA_TYPE_VIDEO);
-    if (const AVCodec* c = avcodec_find_encoder(id)) return c->name;
-  }
-  return "libx264";
+std::string default_encoder_for(const std::string& output_path, const std::string& format_name) {
+  return io::default_video_encoder(output_path, format_name);
 }
 
 namespace {

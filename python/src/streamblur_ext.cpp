@@ -23,6 +23,12 @@
 
 #include <oneapi/tbb/task_arena.h>
 
+extern "C" {
+#include <libavutil/frame.h>
+#include <libavutil/log.h>
+#include <libavutil/pixdesc.h>
+}
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -46,6 +52,8 @@
 
 #include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/io/av_error.hpp"
+#include "streamblur/io/convert.hpp"
+#include "streamblur/io/log.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "streamblur/kernels/reference.hpp"
@@ -1143,9 +1151,13 @@ enum class ArrayKind { Numpy = 0, Cupy = 1, Torch = 2 };
 // pipeline's slots, the queue (`capacity` frames) and the frames Python holds.
 class FrameStream {
  public:
+  // `format`: the pixel format frames are handed over in ("" for the
+  // processing format), converted on the CPU; `start`, `duration`: trimming.
   FrameStream(const std::string& path, const std::string& vf, const std::string& backend, const std::string& hwdec,
-              int inflight, bool to_device, int device, int array_kind)
-      : to_device_(to_device), device_(device), kind_(static_cast<ArrayKind>(array_kind)) {
+              int inflight, bool to_device, int device, int array_kind, const std::string& format,
+              std::optional<double> start, std::optional<double> duration)
+      : to_device_(to_device), device_(device), kind_(static_cast<ArrayKind>(array_kind)),
+        want_format_(parse_frame_format(format, to_device)) {
     if (array_kind < 0 || array_kind > 2) throw std::invalid_argument("bad array kind");
     if (to_device && kind_ == ArrayKind::Numpy)
       throw std::invalid_argument("frames on the device need array='cupy' or 'torch'");
@@ -1155,6 +1167,8 @@ class FrameStream {
       throw std::invalid_argument("hwdec='nvdec' needs the CUDA backend (backend='auto' or 'cuda')");
     capacity_ = static_cast<size_t>(inflight);
     o.input = path;
+    o.start_seconds = start;  // checked by run_pipeline (std::invalid_argument: ValueError)
+    o.duration_seconds = duration;
     o.stop = &stop_;
     o.sink_memory = to_device ? SinkMemory::Device : SinkMemory::Host;
     o.note = [this](const std::string& text) {
@@ -1268,7 +1282,49 @@ class FrameStream {
     has_frame_.notify_one();
   }
 
-  std::unique_ptr<QueuedFrame> copy_frame(const FrameView& v) {
+  // A native format by FFmpeg's name, for frames handed over in it (host
+  // memory only: swscale runs on the CPU); AV_PIX_FMT_NONE for "".
+  static AVPixelFormat parse_frame_format(const std::string& name, bool to_device) {
+    if (name.empty()) return AV_PIX_FMT_NONE;
+    const AVPixelFormat f = av_get_pix_fmt(name.c_str());
+    if (f == AV_PIX_FMT_NONE || !native_layout(f, 2, 2))
+      throw std::invalid_argument("format must be one of " + native_format_names() + ", got '" + name + "'");
+    if (to_device)
+      throw std::invalid_argument("format='" + name + "' converts frames on the CPU: use device='cpu', or leave "
+                                  "format out for device frames in the processing format");
+    return f;
+  }
+
+  // The frame in want_format_, converted from the pipeline's host planes.
+  FrameView converted(const FrameView& v) {
+    const FrameLayout& l = v.layout;
+    if (!converter_ || converted_->width != l.width || converted_->height != l.height || from_format_ != l.format) {
+      converter_ = std::make_unique<io::FrameConverter>(l.width, l.height, l.format, want_format_);
+      converted_ = io::AVFramePtr(av_frame_alloc());
+      from_format_ = l.format;
+    }
+    io::AVFramePtr src(av_frame_alloc());
+    src->format = l.format;
+    src->width = l.width;
+    src->height = l.height;
+    for (int p = 0; p < l.num_planes; ++p) {
+      src->data[p] = static_cast<uint8_t*>(const_cast<void*>(v.planes[p].data));
+      src->linesize[p] = static_cast<int>(v.planes[p].pitch);
+    }
+    converter_->convert(*src, *converted_);
+    FrameView out = v;
+    out.layout = *native_layout(want_format_, l.width, l.height);
+    for (int p = 0; p < out.layout.num_planes; ++p) {
+      const PlaneLayout& pl = out.layout.planes[p];
+      out.planes[p] = AnyPlane{converted_->data[p], pl.width, pl.height, converted_->linesize[p], pl.channels,
+                               out.layout.bytes_per_sample};
+    }
+    return out;
+  }
+
+  std::unique_ptr<QueuedFrame> copy_frame(const FrameView& view) {
+    const bool convert = want_format_ != AV_PIX_FMT_NONE && !view.on_device && view.layout.format != want_format_;
+    const FrameView v = convert ? converted(view) : view;
     auto f = std::make_unique<QueuedFrame>();
     f->index = v.index;
     f->pts_seconds = v.pts_seconds;
@@ -1378,6 +1434,10 @@ class FrameStream {
   const bool to_device_;
   const int device_;
   const ArrayKind kind_;
+  const AVPixelFormat want_format_;  // AV_PIX_FMT_NONE: the processing format
+  std::unique_ptr<io::FrameConverter> converter_;  // sink thread only
+  io::AVFramePtr converted_;
+  AVPixelFormat from_format_ = AV_PIX_FMT_NONE;
   size_t capacity_ = 4;
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
@@ -1430,6 +1490,11 @@ NB_MODULE(_streamblur, m) {
     }
   });
 
+  // FFmpeg's own log is quiet until set_log_level() asks for it; its last
+  // error line is still kept for the messages.
+  io::install_log_capture(AV_LOG_QUIET);
+  m.def("set_log_level", &io::install_log_capture, "level"_a,
+        "Prints FFmpeg's log lines at or below an AV_LOG_* level (-8: none) on stderr.");
   m.def("device_count", &cuda::device_count, "Number of usable CUDA devices (0 without a driver or device).");
   m.def("current_device", &current_device, "The current CUDA device of the calling thread.");
   m.def("run_filter", &run_filter, "src"_a, "dst"_a, "spec"_a, "backend"_a, "stream"_a,
@@ -1464,8 +1529,9 @@ NB_MODULE(_streamblur, m) {
   nb::class_<FrameStream>(m, "FrameStream",
                           "One pipeline run with a frame sink on a background thread (see streamblur.frames).")
       .def(nb::init<const std::string&, const std::string&, const std::string&, const std::string&, int, bool, int,
-                    int>(),
-           "path"_a, "vf"_a, "backend"_a, "hwdec"_a, "inflight"_a, "to_device"_a, "device"_a, "array_kind"_a)
+                    int, const std::string&, std::optional<double>, std::optional<double>>(),
+           "path"_a, "vf"_a, "backend"_a, "hwdec"_a, "inflight"_a, "to_device"_a, "device"_a, "array_kind"_a,
+           "format"_a, "start"_a.none(), "duration"_a.none())
       .def("next", &FrameStream::next,
            "(planes, pts_seconds, index, format, width, height); StopIteration at the end")
       .def("close", &FrameStream::close)

@@ -78,6 +78,7 @@ __all__ = [
     "device_count",
     "filter_list",
     "filter_help",
+    "set_log_level",
 ]
 
 __version__ = "0.1.0"
@@ -100,6 +101,42 @@ def device_count() -> int:
         state), with CUDA's own message: it is not hidden as "no GPU".
     """
     return int(_ext.device_count())
+
+
+_LOG_LEVELS = {"quiet": -8, "panic": 0, "fatal": 8, "error": 16, "warning": 24, "info": 32, "verbose": 40,
+               "debug": 48, "trace": 56}
+
+
+def set_log_level(level: Any) -> None:
+    """Sets which of FFmpeg's own log lines are printed on stderr.
+
+    FFmpeg's log is quiet by default (libx264 prints its statistics only when
+    asked), as the command line is without ``-v``; errors still reach you as
+    exceptions, which quote FFmpeg's reason.
+
+    >>> streamblur.set_log_level("info")   # FFmpeg's lines, as ffmpeg -loglevel info
+
+    Parameters
+    ----------
+    level : str or int
+        ffmpeg's ``-loglevel`` names: ``'quiet'`` (default), ``'panic'``,
+        ``'fatal'``, ``'error'``, ``'warning'``, ``'info'``, ``'verbose'``,
+        ``'debug'``, ``'trace'``; or FFmpeg's AV_LOG_* number (-8 .. 56).
+
+    Raises
+    ------
+    TypeError
+        ``level`` is neither a str nor an int.
+    ValueError
+        An unknown name, or a number out of range.
+    """
+    if isinstance(level, str):
+        if level not in _LOG_LEVELS:
+            raise ValueError(f"level must be one of {', '.join(_LOG_LEVELS)}, got {level!r}")
+        value = _LOG_LEVELS[level]
+    else:
+        value = _integer(level, "level", -8, 56)
+    _ext.set_log_level(value)
 
 
 def cuda_available() -> bool:
@@ -861,7 +898,7 @@ def _time_seconds(x: Any, name: str) -> Optional[float]:
     return _number(x, name)
 
 
-def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional[str] = None, *,
+def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[str] = None, *,
                   crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
                   hwdec: str = "auto", device: int = 0, overwrite: bool = False, inflight: int = 4,
                   progress: Optional[Callable[[dict], Any]] = None, start: Any = None, duration: Any = None,
@@ -889,11 +926,13 @@ def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional
         ``'in/f%03d.png'``) and the output (container from its extension).
         Bytes paths raise TypeError.
     vf : str or None, optional
-        The filter chain, as for :class:`Chain` (default ``'gblur=sigma=2'``);
-        ``''`` or None: no filter.
+        The filter chain, as for :class:`Chain` (``'gblur=sigma=2'``); ``''``
+        (the default, as the command line without ``--vf``) or None: no
+        filter, the video is decoded and encoded again.
     codec : str or None, optional
-        FFmpeg encoder name; None picks the container's image encoder for
-        image outputs and libx264 otherwise.
+        FFmpeg encoder name; None picks the container's own, as the command
+        line does (libx264 for mp4 and mkv, libvpx-vp9 for webm, the image
+        encoder for images).
     crf : int or None, optional
         The encoder's quality, 0 .. 63; None: its default.
     preset : str or None, optional
@@ -966,7 +1005,7 @@ def process_video(src: str, dst: str, vf: str = "gblur=sigma=2", codec: Optional
                               int(inflight), progress, start, duration, frames)
 
 
-def process_videos(inputs, outputs=None, *, out_dir=None, vf: str = "gblur=sigma=2", codec: Optional[str] = None,
+def process_videos(inputs, outputs=None, *, out_dir=None, vf: Optional[str] = "", codec: Optional[str] = None,
                    crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
                    hwdec: str = "auto", jobs: int = 2, devices: Any = "all", inflight: int = 4,
                    overwrite: bool = False, progress: Optional[Callable[[dict], Any]] = None) -> list:
@@ -1259,7 +1298,8 @@ def _framework_device(array: str) -> int:
 
 
 def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "auto", backend: str = "auto",
-           inflight: int = 4, array: Optional[str] = None) -> FrameIterator:
+           inflight: int = 4, array: Optional[str] = None, format: Optional[str] = None,  # noqa: A002
+           start: Any = None, duration: Any = None) -> FrameIterator:
     """Iterates over the frames of a video, filtered by ``vf``, as arrays.
 
     >>> for f in streamblur.frames("in.mp4", "gblur=sigma=2", device="cuda"):
@@ -1300,6 +1340,17 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
         For ``'cuda'``: ``'cupy'`` or ``'torch'`` (default CuPy when it can be
         imported, else PyTorch); for ``'cpu'``: ``'numpy'`` (default) or
         ``'torch'``.
+    format : str or None, optional
+        The pixel format frames come in, by FFmpeg's name, as PyAV's
+        ``to_ndarray(format=...)``: ``'rgb24'`` (one HxWx3 plane), ``'gray'``
+        (one HxW plane: the luma as stored), ``'yuv420p'`` (three planes), or another format
+        streamblur processes natively (a ValueError lists them); converted
+        after the filters with FFmpeg's swscale (the input's colour matrix and
+        range). None (default): the
+        processing format (the input's own when it is processed natively).
+        Only with ``device='cpu'``.
+    start, duration : float, str or None, optional
+        Trimming, as for :func:`process_video`.
 
     Returns
     -------
@@ -1322,8 +1373,13 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
     """
     path = _path(path, "path")
     vf = _check_video_args(vf, backend, hwdec, inflight, None)
+    format = _optional_str(format, "format", "'rgb24'")  # noqa: A001
+    start = _time_seconds(start, "start")
+    duration = _time_seconds(duration, "duration")
+    if duration is not None and duration <= 0:  # raised here, not from the first next()
+        raise ValueError(f"duration must be more than 0 seconds, got {duration}")
     if device is None:
-        device = "cuda" if cuda_available() else "cpu"
+        device = "cuda" if cuda_available() and not format else "cpu"
     _choice(device, "device", ("cuda", "cpu", None))
     if device == "cuda":
         if not cuda_available():
@@ -1348,7 +1404,8 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
         dev = _framework_device(array)
     else:  # the CUDA backend may still filter (and NVDEC decode) on the current device
         dev = int(_ext.current_device()) if cuda_available() else 0
-    stream = _ext.FrameStream(path, vf, backend, hwdec, int(inflight), device == "cuda", dev, _ARRAY_KIND[array])
+    stream = _ext.FrameStream(path, vf, backend, hwdec, int(inflight), device == "cuda", dev, _ARRAY_KIND[array],
+                              format, start, duration)
     return FrameIterator(stream, device, array)
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "device_count",
     "filter_list",
     "filter_help",
+    "set_log_level",
 ]
 
 __version__: str
@@ -41,6 +42,7 @@ _HwDecode = Literal["auto", "nvdec", "none"]
 
 def device_count() -> int: ...
 def cuda_available() -> bool: ...
+def set_log_level(level: str | int) -> None: ...
 def filter_list() -> str: ...
 def filter_help(name: str) -> str: ...
 def gaussian_blur(
@@ -79,7 +81,7 @@ def is_managed(arr: object) -> bool: ...
 def process_video(
     src: _Path,
     dst: _Path,
-    vf: str | None = "gblur=sigma=2",
+    vf: str | None = "",
     codec: str | None = None,
     *,
     crf: int | None = None,
@@ -99,7 +101,7 @@ def process_videos(
     outputs: Iterable[_Path] | None = None,
     *,
     out_dir: _Path | None = None,
-    vf: str | None = "gblur=sigma=2",
+    vf: str | None = "",
     codec: str | None = None,
     crf: int | None = None,
     preset: str | None = None,
@@ -150,4 +152,7 @@ def frames(
     backend: _Backend = "auto",
     inflight: int = 4,
     array: Literal["cupy", "torch", "numpy"] | None = None,
+    format: str | None = None,
+    start: _Time = None,
+    duration: _Time = None,
 ) -> FrameIterator: ...

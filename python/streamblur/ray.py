@@ -93,7 +93,7 @@ def _failure(src: str, dst: str, error: BaseException, ray) -> dict:
     return {"input": src, "output": dst, "ok": False, "error": message, "error_type": type(cause).__name__}
 
 
-def process_videos(inputs: Iterable[Any], outputs: Iterable[Any], vf: str = "gblur=sigma=2",
+def process_videos(inputs: Iterable[Any], outputs: Iterable[Any], vf: str = "",
                    codec: Optional[str] = None, backend: str = "auto", gpus_per_job: float = 0.25, *,
                    crf: Optional[int] = None, preset: Optional[str] = None, hwdec: str = "auto",
                    overwrite: bool = False, inflight: int = 4, max_retries: Optional[int] = None,

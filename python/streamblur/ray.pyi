@@ -9,7 +9,7 @@ _Path = Union[str, os.PathLike[str]]
 def process_videos(
     inputs: Iterable[_Path],
     outputs: Iterable[_Path],
-    vf: str | None = "gblur=sigma=2",
+    vf: str | None = "",
     codec: str | None = None,
     backend: Literal["auto", "cpu", "cuda"] = "auto",
     gpus_per_job: float = 0.25,

@@ -154,9 +154,10 @@ HwDecode parse_hwdec(const std::string& text);
 // Returns seconds; throws std::invalid_argument naming the text otherwise.
 double parse_time(const std::string& text);
 
-// The encoder used when none is named: the container's own for image outputs
-// (png, ...), libx264 otherwise.
-std::string default_encoder_for(const std::string& output_path);
+// The encoder used when none is named: the container's own, as ffmpeg picks
+// it (io::default_video_encoder: libx264 for mp4 and mkv, libvpx-vp9 for webm,
+// png for a .png, ...).
+std::string default_encoder_for(const std::string& output_path, const std::string& format_name = {});
 
 // Runs the whole job. The output is written to a temporary file beside it and
 // renamed on success, so a failure leaves no partial output; the input is only
