@@ -19,6 +19,7 @@ foreach(part kernels io pipeline)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${part}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
           FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)
 endforeach()
+install(FILES ${PROJECT_BINARY_DIR}/generated/streamblur/config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/streamblur)
 
 install(EXPORT streamblurTargets NAMESPACE streamblur:: DESTINATION ${STREAMBLUR_CMAKE_DIR})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/streamblurConfig.cmake.in
@@ -34,14 +35,21 @@ install(FILES ${PROJECT_BINARY_DIR}/streamblurConfig.cmake ${PROJECT_BINARY_DIR}
 # path (the toolkit ships no .pc on the default search path).
 # Static libraries need every dependency on the consumer's link line;
 # shared ones carry theirs (Highway is a private dependency of kernels).
+set(STREAMBLUR_PC_CUDART "")
+set(STREAMBLUR_PC_CFLAGS_CUDA "")
+if(STREAMBLUR_HAVE_CUDA)
+  set(STREAMBLUR_PC_CUDART "-L${CUDAToolkit_LIBRARY_DIR} -lcudart")
+  list(JOIN CUDAToolkit_INCLUDE_DIRS " -I" STREAMBLUR_PC_CUDA_INCLUDES)
+  set(STREAMBLUR_PC_CFLAGS_CUDA " -I${STREAMBLUR_PC_CUDA_INCLUDES}")
+endif()
 if(BUILD_SHARED_LIBS)
-  set(STREAMBLUR_PC_LIBS_PRIVATE "-L${CUDAToolkit_LIBRARY_DIR} -lcudart")
+  set(STREAMBLUR_PC_LIBS_PRIVATE "${STREAMBLUR_PC_CUDART}")
   set(STREAMBLUR_PC_LIBS_EXTRA "")
   set(STREAMBLUR_PC_REQUIRES "")
   set(STREAMBLUR_PC_REQUIRES_PRIVATE "libhwy")
 else()
   set(STREAMBLUR_PC_LIBS_PRIVATE "")
-  set(STREAMBLUR_PC_LIBS_EXTRA "-L${CUDAToolkit_LIBRARY_DIR} -lcudart -lpthread")
+  set(STREAMBLUR_PC_LIBS_EXTRA "${STREAMBLUR_PC_CUDART} -lpthread")
   set(STREAMBLUR_PC_REQUIRES "libhwy")
   set(STREAMBLUR_PC_REQUIRES_PRIVATE "")
 endif()
@@ -51,6 +59,5 @@ endif()
 # --prefix P` (a prefix chosen after configuring) gives a correct file.
 file(RELATIVE_PATH STREAMBLUR_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 set(STREAMBLUR_PC_PREFIX "\${pcfiledir}/${STREAMBLUR_PC_UP}")
-list(JOIN CUDAToolkit_INCLUDE_DIRS " -I" STREAMBLUR_PC_CUDA_INCLUDES)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/streamblur.pc.in ${PROJECT_BINARY_DIR}/streamblur.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/streamblur.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

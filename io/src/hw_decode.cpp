@@ -1,8 +1,12 @@
 #include "streamblur/io/hw_decode.hpp"
 
+#include "streamblur/config.hpp"
+
 extern "C" {
 #include <libavutil/hwcontext.h>
+#if STREAMBLUR_HAVE_CUDA
 #include <libavutil/hwcontext_cuda.h>
+#endif
 #include <libavutil/imgutils.h>
 #include <libavutil/pixdesc.h>
 }
@@ -40,6 +44,11 @@ std::string nvdec_unsupported_reason(const AVCodecParameters& par, const AVCodec
 }
 
 AVBufferRefPtr make_cuda_device_context(void* cu_context, void* cu_stream) {
+#if !STREAMBLUR_HAVE_CUDA
+  (void)cu_context;
+  (void)cu_stream;
+  throw AVError("NVDEC needs the CUDA backend, and this streamblur was built without CUDA", AVERROR(ENOSYS));
+#else
   AVBufferRefPtr ref(av_hwdevice_ctx_alloc(AV_HWDEVICE_TYPE_CUDA));
   if (!ref) throw AVError("cannot allocate a CUDA device context for NVDEC (FFmpeg built without CUDA?)", AVERROR(ENOSYS));
   auto* dev = reinterpret_cast<AVHWDeviceContext*>(ref->data);
@@ -48,6 +57,7 @@ AVBufferRefPtr make_cuda_device_context(void* cu_context, void* cu_stream) {
   cuda->stream = static_cast<CUstream>(cu_stream);
   AV_CHECK_CTX(av_hwdevice_ctx_init(ref.get()), "cannot set up NVDEC on the CUDA context");
   return ref;
+#endif
 }
 
 AVPixelFormat hw_frame_sw_format(const AVFrame& f) {

@@ -12,12 +12,16 @@
 // Three forms each, as for the blurs: a plain reference (slow, obviously
 // right), a CPU version (rows, so a caller can run them in parallel) and a
 // CUDA version (enqueued on the caller's stream, no host sync).
+#include "streamblur/config.hpp"
+#if STREAMBLUR_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "streamblur/kernels/cuda_raii.hpp"
+#endif
 
 #include <cstdint>
 #include <vector>
 
-#include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/kernels/plane.hpp"
 
 namespace streamblur {
@@ -64,6 +68,7 @@ void pixelate_cell_rows(Plane<T> plane, int block_x, int block_y, int cy0, int c
 inline int cell_rows(int height, int block_y) { return (height + block_y - 1) / block_y; }
 }  // namespace cpu
 
+#if STREAMBLUR_HAVE_CUDA
 namespace cuda {
 // Unsharp masking of one plane on the device, in place; scratch owned by the object.
 class Unsharp {
@@ -82,5 +87,6 @@ class Unsharp {
 template <class T>
 void pixelate(Plane<T> plane, int block_x, int block_y, cudaStream_t stream);  // in place
 }  // namespace cuda
+#endif  // STREAMBLUR_HAVE_CUDA
 
 }  // namespace streamblur

@@ -28,7 +28,10 @@
 // Three forms as for the filters: reference (plain loops over every box for
 // every sample), cpu (rows, boxes sorted out per row, for TBB) and cuda (one
 // thread per sample, the boxes in a small device array).
+#include "streamblur/config.hpp"
+#if STREAMBLUR_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#endif
 
 #include <cmath>
 #include <cstdint>
@@ -109,6 +112,7 @@ void region_blend_rows(Plane<const T> in, Plane<T> plane, const std::vector<Regi
                        int y0, int y1);
 }  // namespace cpu
 
+#if STREAMBLUR_HAVE_CUDA
 namespace cuda {
 // The same on the device: `plane` (filtered, in place), `in` (before), the
 // `count` boxes in device memory. Enqueued on `stream`, no host sync.
@@ -116,5 +120,6 @@ template <class T>
 void region_blend(Plane<const T> in, Plane<T> plane, const RegionBox* device_boxes, int count, const RegionMask& mask,
                   cudaStream_t stream);
 }  // namespace cuda
+#endif  // STREAMBLUR_HAVE_CUDA
 
 }  // namespace streamblur
