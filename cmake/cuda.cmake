@@ -3,6 +3,9 @@
 # requires one, OFF never looks. Included by the top level and by the Python
 # package. Writes streamblur/config.hpp, which says the same to the sources.
 include(CheckLanguage)
+if(NOT DEFINED STREAMBLUR_WITH_CUDA)
+  set(STREAMBLUR_WITH_CUDA AUTO)
+endif()
 set(STREAMBLUR_HAVE_CUDA OFF)
 if(NOT STREAMBLUR_WITH_CUDA STREQUAL "OFF")
   check_language(CUDA)
