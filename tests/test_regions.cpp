@@ -873,3 +873,268 @@ TEST_F(RegionsClip, CudaPipelineAgreesWithCpu) {
   check(sbtest::run_to_sink(in_, "gblur=sigma=4:regions=" + dir_->file("pts.jsonl"), BackendChoice::Cuda), plain,
         blurred, 1);
 }
+
+// ---------------------------------------------------------------------------
+// Never silently wrong: a regions file that cannot apply, or cannot match
+// ---------------------------------------------------------------------------
+
+// An image or plane filtered on its own has no frame index and no pts: a
+// regions file there is an error, not a chain that filters nothing.
+TEST(RegionsFile, ImageCallsWithoutFrameTimestampsRefuseAFile) {
+  TempDir dir;
+  const std::string by_frame = dir.file("faces.jsonl"), by_pts = dir.file("pts.jsonl");
+  write_file(by_frame, "{\"frame\": 0, \"boxes\": [[0, 0, 32, 24]]}\n{\"frame\": 9, \"boxes\": [[0, 0, 32, 24]]}\n");
+  write_file(by_pts, "{\"pts\": 0, \"boxes\": [[0, 0, 32, 24]]}\n{\"pts\": 1, \"boxes\": [[0, 0, 32, 24]]}\n");
+  const HostFrame in(AV_PIX_FMT_YUV420P, 64, 48, 3);
+  for (const std::string& chain : {"gblur=sigma=2:regions=" + by_frame, "pixelate=regions=" + by_pts + ":block=4"}) {
+    const std::string msg = error_of([&] { filtered(in, chain); });
+    SCOPED_TRACE(msg);
+    EXPECT_ONE_LINE_CONTAINS(msg, "regions=FILE cannot apply here", "needs video frames with timestamps",
+                             "an image or plane filtered on its own has neither");
+    EXPECT_TRUE(contains(msg, chain.substr(0, chain.find('='))) && (contains(msg, by_frame) || contains(msg, by_pts)));
+    EXPECT_FALSE(contains(msg, "--")) << "no CLI flags in the library's messages: " << msg;
+  }
+  // A frame with an index but no pts, for a file keyed by pts.
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { filtered(in, "gblur=regions=" + by_pts, FrameContext{std::nan(""), 3}); }),
+                           "gblur", by_pts.c_str(), "keyed by \"pts\"", "frame 3 has no timestamp");
+  // With the key it needs the file applies (the box covers the top-left quarter) ...
+  const HostFrame on_frame = filtered(in, "gblur=sigma=2:regions=" + by_frame, FrameContext{std::nan(""), 0});
+  const HostFrame on_pts = filtered(in, "gblur=sigma=2:regions=" + by_pts, FrameContext{0.0, -1});
+  EXPECT_NE(on_frame.bytes[0], in.bytes[0]);
+  EXPECT_EQ(on_pts.bytes[0], on_frame.bytes[0]);
+  // ... and box= needs no key.
+  EXPECT_NE(filtered(in, "gblur=sigma=2:box=0:0:32:24").bytes[0], in.bytes[0]);
+}
+
+namespace {
+
+// 2 s of 30 fps from pts 0, 64x48: what a run knows before its first frame.
+RegionVideo two_seconds() {
+  RegionVideo v;
+  v.width = 64;
+  v.height = 48;
+  v.frames = 60;
+  v.frame_rate = 30;
+  v.start_s = v.input_start_s = 0;
+  v.end_s = v.input_end_s = 2;
+  return v;
+}
+
+// regions_never_match for a file of `lines` (one keyframe a line).
+std::string never_match(const std::string& lines, const RegionVideo& v, const std::string& extra = "") {
+  static int n = 0;
+  TempDir dir;
+  const std::string path = dir.file("r" + std::to_string(n++) + ".jsonl");
+  write_file(path, lines);
+  const auto chain = parse_filter_chain("gblur=regions=" + path + extra);
+  const std::string msg = regions_never_match(*regions_of(chain[0]), v);
+  const std::string prefix = "regions file '" + path + "' does not fit this video: ";
+  if (!msg.empty()) EXPECT_EQ(msg.substr(0, prefix.size()), prefix) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  return msg.empty() ? msg : msg.substr(prefix.size());
+}
+
+const char* const kBox = "[[10, 10, 16, 16]]";
+std::string key_line(const char* key, double at, const std::string& boxes = kBox) {
+  std::ostringstream s;
+  s << "{\"" << key << "\": " << at << ", \"boxes\": " << boxes << "}\n";
+  return s.str();
+}
+
+}  // namespace
+
+TEST(RegionsNeverMatch, NoBoxesAtAll) {
+  EXPECT_EQ(never_match(key_line("frame", 0, "[]") + key_line("frame", 10, "[]") + key_line("frame", 59, "[]"),
+                        two_seconds()),
+            "none of its 3 keyframes has a box, so it blurs nothing");
+  EXPECT_EQ(never_match(key_line("pts", 0, "[]"), two_seconds()), "its keyframe has no box, so it blurs nothing");
+  EXPECT_EQ(never_match(key_line("frame", 0) + key_line("frame", 59, "[]"), two_seconds()), "");
+}
+
+// Boxes that reach no pixel centre: fractions of the picture instead of pixels.
+TEST(RegionsNeverMatch, NoBoxReachesAPixel) {
+  const std::string normalised = key_line("frame", 0, "[[0.1, 0.2, 0.1, 0.12]]") +
+                                 key_line("frame", 30, "[[0.55, 0.6, 0.2, 0.3], [0.1, 0.1, 0.05, 0.05]]");
+  EXPECT_EQ(never_match(normalised, two_seconds()),
+            "none of its 3 boxes reaches a pixel of the 64x48 picture (the largest is 0.2x0.3, line 2); boxes are in "
+            "luma pixels, not fractions of the picture");
+  // A margin or a feather that reaches a pixel centre: the file can blur something.
+  EXPECT_EQ(never_match(normalised, two_seconds(), ":feather=1"), "");
+  // One real box among them is enough.
+  EXPECT_EQ(never_match(normalised + key_line("frame", 40, "[[0, 0, 1, 1]]"), two_seconds()), "");
+}
+
+TEST(RegionsNeverMatch, FrameKeysPastTheLastFrame) {
+  RegionVideo v = two_seconds();
+  v.frames = 9;
+  EXPECT_EQ(never_match(key_line("frame", 100) + key_line("frame", 150) + key_line("frame", 200, "[]"), v),
+            "its boxes lie on frames 100 to 199 (lines 1 to 2), but the video has 9 frames (0 to 8)");
+  // The count is an estimate: one frame past it is left to the run's own count.
+  EXPECT_EQ(never_match(key_line("frame", 9), v), "");
+  EXPECT_EQ(never_match(key_line("frame", 10), v), "its boxes lie on frames 10 to 10 (line 1), but the video has 9 frames (0 to 8)");
+  EXPECT_EQ(never_match(key_line("frame", 8), v), "");
+  // A keyframe without boxes before a far one: with interpolation the far
+  // box covers the span from frame 1 on (it has no partner), without it not.
+  const std::string spread = key_line("frame", 0, "[]") + key_line("frame", 50);
+  EXPECT_EQ(never_match(spread, v), "");
+  EXPECT_EQ(never_match(spread, v, ":interpolate=0"),
+            "its boxes lie on frames 50 to 50 (line 2), but the video has 9 frames (0 to 8)");
+  v.frames = 0;  // unknown: nothing to say before the run
+  EXPECT_EQ(never_match(key_line("frame", 100), v), "");
+}
+
+TEST(RegionsNeverMatch, PtsKeysInMillisecondsOrFrameNumbers) {
+  const RegionVideo v = two_seconds();
+  std::string ms, frames, seconds;
+  for (int i = 0; i <= 4; ++i) ms += key_line("pts", i * 500);
+  for (int f : {0, 15, 30, 45, 59}) frames += key_line("pts", f);
+  for (int i = 0; i <= 4; ++i) seconds += key_line("pts", i * 0.5);
+  EXPECT_EQ(never_match(ms, v),
+            "its \"pts\" keys run from 0 to 2000 s, but the video lasts 2 s (pts 0 to 2 s); they look like milliseconds "
+            "(2000 ms is 2 s): \"pts\" is in seconds, as ffprobe's pts_time");
+  EXPECT_EQ(never_match(frames, v),
+            "its \"pts\" keys run from 0 to 59 s, but the video lasts 2 s (pts 0 to 2 s); they look like frame numbers "
+            "(frame 59 at 30 fps is at 1.96667 s): \"pts\" is in seconds, as ffprobe's pts_time; frame numbers go in "
+            "\"frame\"");
+  EXPECT_EQ(never_match(seconds, v), "");
+  // A file of whole seconds for the whole input of a run trimmed to its
+  // first 2 s (duration): its keys lie within the input, so they are seconds.
+  RegionVideo trimmed = v;
+  trimmed.input_end_s = 60;
+  std::string whole_seconds;
+  for (int i = 0; i <= 60; ++i) whole_seconds += key_line("pts", i);
+  EXPECT_EQ(never_match(whole_seconds, trimmed), "");
+  EXPECT_EQ(never_match(whole_seconds, v).substr(0, 41), "its \"pts\" keys run from 0 to 60 s, but th");
+}
+
+TEST(RegionsNeverMatch, PtsKeysOutsideTheFrames) {
+  RegionVideo v = two_seconds();
+  EXPECT_EQ(never_match(key_line("pts", 2.5) + key_line("pts", 3.5), v),
+            "its boxes lie at pts 2.5 to 3.5 s (lines 1 to 2), but the video's frames lie at pts 0 to 1.96667 s");
+  EXPECT_EQ(never_match(key_line("pts", 1.9) + key_line("pts", 3.5), v), "");
+  // A stream that starts at 1.4 s (MPEG-TS often does) and a file counted from 0.
+  v.start_s = v.input_start_s = 1.4;
+  v.end_s = v.input_end_s = 3.4;
+  EXPECT_EQ(never_match(key_line("pts", 0) + key_line("pts", 1.2) + key_line("pts", 1.3, "[]"), v),
+            "its boxes lie at pts 0 to 1.3 s (lines 1 to 2), but the video's frames lie at pts 1.4 to 3.36667 s");
+  EXPECT_EQ(never_match(key_line("pts", 0) + key_line("pts", 1.5), v), "");
+}
+
+namespace {
+
+// One run of the clip with `chain` into `out` ("": a frame sink), the notes kept.
+struct RegionsRun {
+  std::string error;
+  std::vector<std::string> notes;
+  int64_t frames = 0;
+  std::string warnings() const {
+    std::string w;
+    for (const std::string& n : notes)
+      if (n.rfind("warning: ", 0) == 0) w += n + "\n";
+    return w;
+  }
+};
+
+RegionsRun run_regions(const std::string& in, const std::string& chain, const std::string& out, bool strict) {
+  RegionsRun r;
+  PipelineOptions o;
+  o.input = in;
+  o.filters = chain;
+  o.backend = BackendChoice::Cpu;
+  o.strict_regions = strict;
+  o.note = [&](const std::string& s) { r.notes.push_back(s); };
+  if (out.empty()) o.frame_sink = [&](const FrameView&) { ++r.frames; };
+  o.output = out;
+  o.encoder.codec = "ffv1";
+  o.overwrite = true;
+  r.error = error_of([&] { r.frames = std::max(r.frames, run_pipeline(o).frames); });
+  return r;
+}
+
+}  // namespace
+
+// Each kind of file that cannot match the clip (97x55, 9 frames at 25 fps):
+// a warning with the numbers and a complete run, or with strict_regions the
+// run's error and no output.
+TEST_F(RegionsClip, FilesThatCannotMatchWarnOrFailWhenStrict) {
+  struct Case {
+    std::string name, text, message;
+  };
+  const std::vector<Case> cases = {
+      {"empty.jsonl", "{\"frame\": 0, \"boxes\": []}\n{\"frame\": 8, \"boxes\": []}\n",
+       "none of its 2 keyframes has a box, so it blurs nothing"},
+      {"late.jsonl", "{\"frame\": 200, \"boxes\": [[10, 20, 16, 14]]}\n{\"frame\": 300, \"boxes\": [[10, 20, 16, 14]]}\n",
+       "its boxes lie on frames 200 to 300 (lines 1 to 2), but the video has 9 frames (0 to 8)"},
+      {"ms.jsonl", "{\"pts\": 0, \"boxes\": [[10, 20, 16, 14]]}\n{\"pts\": 160, \"boxes\": [[42, 20, 16, 14]]}\n"
+                   "{\"pts\": 320, \"boxes\": [[74, 20, 16, 14]]}\n",
+       "its \"pts\" keys run from 0 to 320 s, but the video lasts 0.36 s (pts 0 to 0.36 s); they look like "
+       "milliseconds (320 ms is 0.32 s)"},
+      {"numbers.jsonl", "{\"pts\": 0, \"boxes\": [[10, 20, 16, 14]]}\n{\"pts\": 8, \"boxes\": [[74, 20, 16, 14]]}\n",
+       "they look like frame numbers (frame 8 at 25 fps is at 0.32 s)"},
+      {"fractions.jsonl", "{\"frame\": 0, \"boxes\": [[0.1, 0.35, 0.2, 0.25]]}\n{\"frame\": 8, \"boxes\": []}\n",
+       "its box reaches no pixel of the 97x55 picture (the largest is 0.2x0.25, line 1)"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = dir_->file(c.name), out = dir_->file("out-" + c.name + ".mkv");
+    write_file(path, c.text);
+    const std::string chain = "gblur=sigma=4:regions=" + path;
+    SCOPED_TRACE(c.name);
+    const RegionsRun warned = run_regions(in_, chain, out, false);
+    ASSERT_EQ(warned.error, "");
+    EXPECT_EQ(warned.frames, 9);
+    const std::string head = "warning: regions file '" + path + "' does not fit this video: ";
+    const std::string warnings = warned.warnings();
+    EXPECT_EQ(warnings.substr(0, head.size()), head) << warnings;
+    EXPECT_TRUE(contains(warnings, c.message)) << warnings;
+    EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << "said once: " << warnings;
+    EXPECT_TRUE(std::filesystem::exists(out));
+    std::filesystem::remove(out);
+
+    const RegionsRun strict = run_regions(in_, chain, out, true);
+    const std::string does_not_fit = "regions file '" + path + "' does not fit this video: ";
+    EXPECT_ONE_LINE_CONTAINS(strict.error, does_not_fit.c_str(), c.message.c_str(), "; no output written");
+    EXPECT_FALSE(std::filesystem::exists(out)) << "a failed run leaves no output";
+    EXPECT_EQ(strict.warnings(), "");
+  }
+}
+
+// A file that passes the checks before the run (the last frame's count is
+// an estimate) but whose boxes touched no frame: said at the end, with the
+// numbers; strict fails the run before the output is committed.
+TEST_F(RegionsClip, NoBoxTouchedAFrameIsSaidAtTheEnd) {
+  const std::string path = dir_->file("just_past.jsonl"), out = dir_->file("just_past.mkv");
+  write_file(path, "{\"frame\": 9, \"boxes\": [[10, 20, 16, 14]]}\n");
+  const std::string chain = "gblur=sigma=4:regions=" + path;
+  const std::string msg = "regions file '" + path +
+                          "': no box touched any of the 9 frames (frames 0 to 8); its boxes lie on frames 9 to 9 (line 1)";
+  const RegionsRun warned = run_regions(in_, chain, out, false);
+  ASSERT_EQ(warned.error, "");
+  EXPECT_EQ(warned.warnings(), "warning: " + msg + "\n");
+  EXPECT_TRUE(std::filesystem::exists(out));
+  std::filesystem::remove(out);
+  const RegionsRun strict = run_regions(in_, chain, out, true);
+  EXPECT_EQ(strict.error, msg + "; no output written");
+  EXPECT_FALSE(std::filesystem::exists(out)) << "the end-of-run check fails the run before the commit";
+  // With a frame sink (no output file) the same error, without the output's words.
+  EXPECT_EQ(run_regions(in_, chain, "", true).error, msg);
+  // By pts: boxes just after the last frame (0.32 s) count the frames' pts.
+  const std::string late_pts = dir_->file("late_pts.jsonl");
+  write_file(late_pts, "{\"pts\": 0.37, \"boxes\": [[10, 20, 16, 14]]}\n");
+  EXPECT_EQ(run_regions(in_, "gblur=regions=" + late_pts, "", false).warnings(),
+            "warning: regions file '" + late_pts +
+                "': no box touched any of the 9 frames (pts 0 to 0.32 s); its boxes lie at pts 0.37 to 0.37 s (line 1)\n");
+}
+
+// Files that fit say nothing, strict or not, and their boxes are applied.
+TEST_F(RegionsClip, FilesThatFitSayNothing) {
+  for (const char* name : {"frames.jsonl", "pts.jsonl"}) {
+    const RegionsRun r = run_regions(in_, "gblur=sigma=4:regions=" + dir_->file(name), "", true);
+    EXPECT_EQ(r.error, "") << name;
+    EXPECT_EQ(r.frames, 9) << name;
+    EXPECT_EQ(r.warnings(), "") << name;
+  }
+  // One box on the last frame only: it touched a frame.
+  const std::string last = dir_->file("last.jsonl");
+  write_file(last, "{\"frame\": 8, \"boxes\": [[10, 20, 16, 14]]}\n");
+  EXPECT_EQ(run_regions(in_, "gblur=regions=" + last, "", true).error, "");
+}

@@ -35,6 +35,7 @@ extern "C" {
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/pipeline/detail/test_hooks.hpp"
 #include "streamblur/pipeline/output_file.hpp"
+#include "streamblur/pipeline/regions.hpp"
 
 namespace streamblur {
 namespace fs = std::filesystem;
@@ -215,6 +216,12 @@ class Pipeline {
   void choose_backend();
   void make_slots();
   void prepare_output();
+  // Regions files that cannot match the video: before the first frame, and
+  // what the run saw at its end (PipelineOptions::strict_regions).
+  RegionVideo region_video() const;
+  void check_regions_fit();
+  void check_regions_used();
+  void regions_problem(const std::string& why);
   void set_device() const {
     if (device_ >= 0) CUDA_CHECK(cudaSetDevice(device_));
   }
@@ -237,6 +244,7 @@ class Pipeline {
   const detail::PipelineTestHooks& hooks_;
   Notes note_;
   std::vector<FilterInstanceSpec> chain_spec_;
+  std::set<const RegionSpec*> regions_reported_;  // said already: not again at the end
   bool null_sink_ = false;        // no output file
   std::shared_future<CudaStartup> cuda_startup_;
   std::optional<cuda::CudaStream> decode_stream_;  // the stream FFmpeg's NVDEC copies surfaces on
@@ -450,6 +458,56 @@ void Pipeline::make_slots() {
     if (!out_pool_) throw std::bad_alloc();
   }
   if (!chain_spec_.empty()) stats_.filters = slots_.front()->chain.describe();
+}
+
+// What the regions checks know of the run's frames before the first one:
+// the picture, the frame count (estimated), and the frames' pts range on the
+// clock the filters see (shifted back by the span's start).
+RegionVideo Pipeline::region_video() const {
+  RegionVideo v;
+  v.width = vinfo_->width;
+  v.height = vinfo_->height;
+  v.frames = total_estimate_;
+  v.frame_rate = av_q2d(vinfo_->frame_rate);
+  const AVFormatContext* fmt = reader_->format_context();
+  const AVStream* st = fmt->streams[reader_->video_stream_index()];
+  double t0 = st->start_time != AV_NOPTS_VALUE ? st->start_time * av_q2d(st->time_base)
+              : fmt->start_time != AV_NOPTS_VALUE ? static_cast<double>(fmt->start_time) / AV_TIME_BASE
+                                                  : 0.0;
+  t0 -= static_cast<double>(reader_->timestamp_shift()) / AV_TIME_BASE;
+  v.input_start_s = t0;
+  if (vinfo_->duration_seconds > 0) v.input_end_s = t0 + vinfo_->duration_seconds;
+  v.start_s = span_.start_seconds ? std::max(t0, 0.0) : t0;  // frames before the start are dropped
+  if (v.frames > 0 && v.frame_rate > 0) v.end_s = v.start_s + static_cast<double>(v.frames) / v.frame_rate;
+  else v.end_s = v.input_end_s;
+  if (reader_->span_end() != AV_NOPTS_VALUE)
+    v.end_s = std::min(v.end_s, static_cast<double>(reader_->span_end()) / AV_TIME_BASE);
+  return v;
+}
+
+// A regions file that cannot match: a warning, or with strict_regions the run's error.
+void Pipeline::regions_problem(const std::string& why) {
+  if (!opt_.strict_regions) {
+    note_("warning: " + why);
+    return;
+  }
+  throw std::invalid_argument(why + (null_sink_ || opt_.frame_sink ? "" : "; no output written"));
+}
+
+void Pipeline::check_regions_fit() {
+  const RegionVideo video = region_video();
+  for (const FilterInstanceSpec& f : chain_spec_)
+    if (const RegionSpec* r = regions_of(f))
+      if (const std::string why = regions_never_match(*r, video); !why.empty()) {
+        regions_reported_.insert(r);
+        regions_problem(why);
+      }
+}
+
+void Pipeline::check_regions_used() {
+  for (const FilterInstanceSpec& f : chain_spec_)
+    if (const RegionSpec* r = regions_of(f); r && !regions_reported_.count(r))
+      if (const std::string why = regions_unused(*r); !why.empty()) regions_problem(why);
 }
 
 // The output's container, from its name unless the encoder options name it.
@@ -775,6 +833,7 @@ RunStats Pipeline::run() {
   choose_backend();
   stats_.decoder = vinfo_->hw_decode ? "nvdec" : "cpu";
   make_slots();
+  check_regions_fit();
   prepare_output();
   tbb::flow::graph g;
   using namespace tbb::flow;
@@ -814,6 +873,7 @@ RunStats Pipeline::run() {
     if (span_.start_seconds || span_.duration_seconds) throw empty_span_error();
     throw std::runtime_error("no video frames could be decoded from '" + opt_.input + "'");
   }
+  check_regions_used();  // strict: fails before the output is committed
   const auto t_finish = Clock::now();
   if (!null_sink_ && !opt_.frame_sink) {
     for (auto& pkt : reader_->take_remaining_passthrough()) writer_->write_passthrough(*pkt);

@@ -288,18 +288,69 @@ void RegionTrack::check_inside(int width, int height) const {
 
 // ---- RegionSpec
 
-std::vector<RegionBox> RegionSpec::boxes_at(const FrameContext& frame) const {
-  std::vector<LabeledBox> all = track ? track->boxes_at(frame, interpolate) : std::vector<LabeledBox>{};
-  all.insert(all.end(), boxes.begin(), boxes.end());
+namespace {
+// A box as the mask takes it: margin applied, as edges.
+RegionBox grown(const LabeledBox& b, double margin) {
+  const double mx = margin * b.w, my = margin * b.h;
+  return RegionBox{static_cast<float>(b.x - mx), static_cast<float>(b.y - my), static_cast<float>(b.x + b.w + mx),
+                   static_cast<float>(b.y + b.h + my)};
+}
+}  // namespace
+
+std::vector<RegionBox> RegionSpec::boxes_at(const FrameContext& frame, std::size_t* from_file) const {
+  const std::vector<LabeledBox> file_boxes = track ? track->boxes_at(frame, interpolate) : std::vector<LabeledBox>{};
   std::vector<RegionBox> out;
-  out.reserve(all.size());
-  for (const LabeledBox& b : all) {
-    if (!(b.w > 0) || !(b.h > 0)) continue;
-    const double mx = margin * b.w, my = margin * b.h;
-    out.push_back(RegionBox{static_cast<float>(b.x - mx), static_cast<float>(b.y - my),
-                            static_cast<float>(b.x + b.w + mx), static_cast<float>(b.y + b.h + my)});
+  out.reserve(file_boxes.size() + boxes.size());
+  for (const auto* list : {&file_boxes, &boxes}) {
+    for (const LabeledBox& b : *list)
+      if (b.w > 0 && b.h > 0) out.push_back(grown(b, margin));
+    if (from_file && list == &file_boxes) *from_file = out.size();
   }
   return out;
+}
+
+void RegionSpec::check_frame_key(const FrameContext& frame) const {
+  if (!track) return;
+  const bool by_frame = track->key() == RegionTrack::Key::Frame;
+  const bool has_index = frame.index >= 0, has_pts = std::isfinite(frame.pts_seconds);
+  if (by_frame ? has_index : has_pts) return;
+  const std::string file_name = "regions file '" + shown(track->name(), 120) + "'";
+  if (!has_index && !has_pts)
+    fail(filter + ": regions=FILE cannot apply here: " + file_name +
+         " needs video frames with timestamps (a frame index or pts), and an image or plane filtered on its own has "
+         "neither (box=x:y:w:h applies to any image)");
+  fail(filter + ": " + file_name + " is keyed by \"" + (by_frame ? "frame" : "pts") + "\", but " +
+       (has_index ? "frame " + std::to_string(frame.index) + " has no timestamp"
+                  : "the frame at pts " + number(frame.pts_seconds) + " s has no index") +
+       ", so its boxes cannot be placed");
+}
+
+bool covers_a_pixel(const RegionBox& b, double feather, int width, int height) {
+  // Pixel x's centre x + 0.5 lies in [x0 - feather, x1 + feather).
+  auto reaches = [feather](double lo, double hi, int n) {
+    const double first = std::max(0.0, std::ceil(lo - feather - 0.5));
+    const double end = std::min(static_cast<double>(n), std::ceil(hi + feather - 0.5));
+    return first < end;
+  };
+  return reaches(b.x0, b.x1, width) && reaches(b.y0, b.y1, height);
+}
+
+void RegionUsage::add(const FrameContext& frame, bool touched) {
+  ++frames_;
+  if (touched) ++touched_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto widen = [](double& first, double& last, double v) {
+    if (std::isnan(v)) return;
+    if (std::isnan(first) || v < first) first = v;
+    if (std::isnan(last) || v > last) last = v;
+  };
+  widen(range_.first_index, range_.last_index, frame.index >= 0 ? static_cast<double>(frame.index) : std::nan(""));
+  widen(range_.first_pts, range_.last_pts, frame.pts_seconds);
+}
+
+RegionUsage::Range RegionUsage::range() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return range_;
 }
 
 std::size_t RegionSpec::max_boxes() const { return (track ? track->max_boxes() : 0) + boxes.size(); }
@@ -310,6 +361,145 @@ void RegionSpec::check_frame(int width, int height) const {
     if (outside(b, width, height))
       fail("box=" + number(b.x) + ":" + number(b.y) + ":" + number(b.w) + ":" + number(b.h) +
            " lies entirely outside the " + std::to_string(width) + "x" + std::to_string(height) + " frame");
+}
+
+// ---- regions files that cannot match the video
+
+namespace {
+
+// Where a file can place boxes, in its key's units: boxes without a partner
+// stay over a span (interpolate=1) and a keyframe's boxes hold until the next
+// (interpolate=0), so the span after the last keyframe with boxes gets them,
+// and with interpolation the span before the first one too.
+struct BoxKeys {
+  double first = 0, last = 0;
+  int first_line = 0, last_line = 0;
+};
+
+std::optional<BoxKeys> box_keys(const RegionTrack& t, bool interpolate) {
+  const auto& k = t.keyframes();
+  const double step = t.key() == RegionTrack::Key::Frame ? 1 : 0;  // the keyframe without boxes itself gets none
+  std::optional<std::size_t> i0, i1;
+  BoxKeys r;
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    if (k[i].boxes.empty()) continue;
+    if (!i0) i0 = i;
+    i1 = i;
+  }
+  if (!i0) return std::nullopt;
+  r.first = interpolate && *i0 > 0 ? k[*i0 - 1].at + step : k[*i0].at;
+  r.last = *i1 + 1 < k.size() ? k[*i1 + 1].at - step : k[*i1].at;
+  r.first_line = k[*i0].line;
+  r.last_line = k[*i1].line;
+  return r;
+}
+
+std::string file_label(const RegionSpec& spec) { return "regions file '" + shown(spec.track->name(), 120) + "'"; }
+
+std::string lines_text(const BoxKeys& b) {
+  return b.first_line == b.last_line ? "line " + std::to_string(b.first_line)
+                                     : "lines " + std::to_string(b.first_line) + " to " + std::to_string(b.last_line);
+}
+
+// "frames 100 to 200" or "pts 5 to 8 s", in the file's key.
+std::string keys_text(const RegionTrack& t, double first, double last) {
+  if (t.key() == RegionTrack::Key::Frame) return "frames " + number(first) + " to " + number(last);
+  return "pts " + number(first) + " to " + number(last) + " s";
+}
+
+// "its boxes lie on frames 100 to 200 (lines 2 to 4)" or "... lie at pts 5 to 8 s (...)".
+std::string boxes_text(const RegionTrack& t, const BoxKeys& b) {
+  return std::string("its boxes lie ") + (t.key() == RegionTrack::Key::Frame ? "on " : "at ") +
+         keys_text(t, b.first, b.last) + " (" + lines_text(b) + ")";
+}
+
+// No box of the file reaches a pixel centre (boxes in fractions of the picture, say).
+std::string pixel_problem(const RegionSpec& spec, const RegionVideo& v) {
+  const LabeledBox* largest = nullptr;
+  std::size_t n = 0;
+  for (const RegionTrack::Keyframe& k : spec.track->keyframes())
+    for (const LabeledBox& b : k.boxes) {
+      if (covers_a_pixel(grown(b, spec.margin), spec.feather, v.width, v.height)) return "";
+      if (!largest || b.w * b.h > largest->w * largest->h) largest = &b;
+      ++n;
+    }
+  const std::string none = n == 1 ? "its box reaches no pixel" : "none of its " + std::to_string(n) + " boxes reaches a pixel";
+  return none + " of the " + std::to_string(v.width) + "x" +
+         std::to_string(v.height) + " picture (the largest is " + number(largest->w) + "x" + number(largest->h) +
+         ", line " + std::to_string(largest->line) + "); boxes are in luma pixels, not fractions of the picture";
+}
+
+std::string frame_problem(const RegionSpec& spec, const BoxKeys& b, const RegionVideo& v) {
+  if (v.frames <= 0) return "";
+  const int64_t margin = std::max<int64_t>(1, v.frames / 100);  // the count is the container's estimate
+  if (b.first < static_cast<double>(v.frames + margin)) return "";
+  return boxes_text(*spec.track, b) + ", but the video has " +
+         std::to_string(v.frames) + " frames (0 to " + std::to_string(v.frames - 1) + ")";
+}
+
+// pts keys in another unit: they reach more than the input's length past its
+// end, and fit the input as frame numbers or milliseconds.
+std::string unit_problem(const RegionSpec& spec, const RegionVideo& v) {
+  const double length = v.input_end_s - v.input_start_s;
+  if (!(length > 0)) return "";
+  const auto& k = spec.track->keyframes();
+  const double last = k.back().at;
+  if (!(last > v.input_end_s + std::max(1.0, length))) return "";
+  const bool whole = std::all_of(k.begin(), k.end(), [](const RegionTrack::Keyframe& f) { return f.at == std::floor(f.at); });
+  const auto fits = [&](double seconds) { return seconds <= length + 1.0; };
+  std::string unit, fix = "\"pts\" is in seconds, as ffprobe's pts_time";
+  if (whole && v.frame_rate > 0 && fits(last / v.frame_rate)) {
+    unit = "frame numbers (frame " + number(last) + " at " + number(v.frame_rate) + " fps is at " +
+           number(last / v.frame_rate) + " s)";
+    fix += "; frame numbers go in \"frame\"";
+  } else if (fits(last / 1000)) {
+    unit = "milliseconds (" + number(last) + " ms is " + number(last / 1000) + " s)";
+  } else {
+    return "";
+  }
+  return "its \"pts\" keys run from " + number(k.front().at) + " to " + number(last) + " s, but the video lasts " +
+         number(length) + " s (pts " + number(v.input_start_s) + " to " + number(v.input_end_s) +
+         " s); they look like " + unit + ": " + fix;
+}
+
+std::string pts_problem(const RegionSpec& spec, const BoxKeys& b, const RegionVideo& v) {
+  if (std::string why = unit_problem(spec, v); !why.empty()) return why;
+  if (!std::isfinite(v.start_s) || !std::isfinite(v.end_s)) return "";
+  const double step = v.frame_rate > 0 ? 1 / v.frame_rate : 0;
+  const double slack = v.frame_rate > 0 ? 2 * step : 0.1;  // the end is the container's estimate
+  if (b.first <= v.end_s + slack && b.last >= v.start_s - slack) return "";
+  return boxes_text(*spec.track, b) + ", but the video's frames lie at pts " + number(v.start_s) + " to " + number(std::max(v.start_s, v.end_s - step)) +
+         " s";
+}
+
+}  // namespace
+
+std::string regions_never_match(const RegionSpec& spec, const RegionVideo& video) {
+  if (!spec.track) return "";
+  const std::string what = file_label(spec) + " does not fit this video: ";
+  const std::optional<BoxKeys> keys = box_keys(*spec.track, spec.interpolate);
+  if (!keys) {
+    const std::size_t n = spec.track->keyframes().size();
+    return what + (n == 1 ? "its keyframe has no box" : "none of its " + std::to_string(n) + " keyframes has a box") +
+           ", so it blurs nothing";
+  }
+  std::string why;
+  if (video.width > 0 && video.height > 0) why = pixel_problem(spec, video);
+  if (why.empty())
+    why = spec.track->key() == RegionTrack::Key::Frame ? frame_problem(spec, *keys, video) : pts_problem(spec, *keys, video);
+  return why.empty() ? "" : what + why;
+}
+
+std::string regions_unused(const RegionSpec& spec) {
+  if (!spec.track || spec.usage->frames() == 0 || spec.usage->frames_touched() > 0) return "";
+  const RegionUsage::Range r = spec.usage->range();
+  const bool by_frame = spec.track->key() == RegionTrack::Key::Frame;
+  const double first = by_frame ? r.first_index : r.first_pts, last = by_frame ? r.last_index : r.last_pts;
+  std::string seen = std::isnan(first) ? "" : " (" + keys_text(*spec.track, first, last) + ")";
+  const std::optional<BoxKeys> keys = box_keys(*spec.track, spec.interpolate);
+  const std::string boxes = keys ? boxes_text(*spec.track, *keys) : "it has no boxes";
+  return file_label(spec) + ": no box touched any of the " + std::to_string(spec.usage->frames()) + " frames" + seen +
+         "; " + boxes;
 }
 
 std::string RegionSpec::describe() const {
@@ -349,6 +539,7 @@ std::shared_ptr<const RegionSpec> take_region_options(const std::string& filter,
   const std::vector<std::string> tokens = chain_text::split(options, ":");
   std::vector<std::string> rest;
   auto spec = std::make_shared<RegionSpec>();
+  spec->filter = filter;
   bool any = false, modifiers = false;
   std::string modifier_seen;
   auto bad = [&](const std::string& msg) { fail(filter + ": " + msg); };
@@ -463,9 +654,17 @@ class RegionFilter final : public Filter {
   bool touches(int plane) const override { return inner_->touches(plane); }
 
   void begin_frame(const FrameContext& frame) override {
+    spec_->check_frame_key(frame);  // a file's boxes that cannot be placed never pass silently
     inner_->begin_frame(frame);
-    boxes_ = spec_->boxes_at(frame);
+    std::size_t from_file = 0;
+    boxes_ = spec_->boxes_at(frame, &from_file);
     uploaded_ = false;
+    if (!spec_->track) return;
+    const bool touched = std::any_of(boxes_.begin(), boxes_.begin() + static_cast<std::ptrdiff_t>(from_file),
+                                     [&](const RegionBox& b) {
+                                       return covers_a_pixel(b, spec_->feather, layout_.width, layout_.height);
+                                     });
+    spec_->usage->add(frame, touched);
   }
 
   void apply(int p, const AnyPlane& d, cudaStream_t stream) override {

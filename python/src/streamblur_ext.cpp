@@ -966,10 +966,11 @@ void run_stoppable(const std::function<void()>& work, PyCallback& callback) {
 nb::dict process_video(const std::string& src, const std::string& dst, const std::string& vf, const std::string& codec,
                        int crf, const std::string& preset, const std::string& backend, const std::string& hwdec,
                        int device, bool overwrite, int inflight, nb::object progress, std::optional<double> start,
-                       std::optional<double> duration, std::optional<int64_t> frames) {
+                       std::optional<double> duration, std::optional<int64_t> frames, bool strict_regions) {
   PipelineOptions o = base_options(vf, backend, hwdec, device, inflight);
   o.input = src;
   o.output = dst;
+  o.strict_regions = strict_regions;  // a regions file that cannot match the video: ValueError, not a warning
   o.start_seconds = start;  // checked by run_pipeline (std::invalid_argument: ValueError)
   o.duration_seconds = duration;
   o.max_frames = frames;
@@ -1515,7 +1516,7 @@ NB_MODULE(_streamblur, m) {
   m.def("memory_kind", &memory_kind, "array"_a, "'host', 'cuda' or 'managed' (checks the array like the blurs do).");
   m.def("process_video", &process_video, "src"_a, "dst"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a, "backend"_a,
         "hwdec"_a, "device"_a, "overwrite"_a, "inflight"_a, "progress"_a.none(), "start"_a.none(),
-        "duration"_a.none(), "frames"_a.none());
+        "duration"_a.none(), "frames"_a.none(), "strict_regions"_a);
   m.def("parse_time", &parse_time, "text"_a,
         "Seconds from ffmpeg's time syntax (12.5, 1500ms, [HH:]MM:SS[.m]); ValueError otherwise.");
   m.def("process_videos", &process_videos, "inputs"_a, "outputs"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a,

@@ -670,7 +670,10 @@ class Chain:
     >>> result = blur(img)            # same as box_blur(gaussian_blur(img, 2), 1)
 
     Options such as ``planes=`` are ignored for images: an image is one plane and
-    every filter of the chain applies to all of its channels.
+    every filter of the chain applies to all of its channels. Of the region
+    options only ``box=`` applies: a regions file (``regions=FILE``) places
+    its boxes by frame index or pts, which an image has not, so calling a
+    chain with one raises ValueError (use it with :func:`process_video`).
 
     Parameters
     ----------
@@ -737,7 +740,8 @@ class Chain:
         ValueError
             A value out of range (a negative stream handle), an image that
             is not HxW or HxWxC with C in 1..4, an empty image, ``out`` of another
-            shape or read-only, an unknown ``backend``.
+            shape or read-only, an unknown ``backend``; a chain with
+            ``regions=FILE`` (it needs video frames with timestamps).
         RuntimeError
             ``backend='cuda'`` without a usable GPU, or a CUDA failure.
         """
@@ -902,7 +906,7 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
                   crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
                   hwdec: str = "auto", device: int = 0, overwrite: bool = False, inflight: int = 4,
                   progress: Optional[Callable[[dict], Any]] = None, start: Any = None, duration: Any = None,
-                  frames: Optional[int] = None) -> dict:
+                  frames: Optional[int] = None, strict_regions: bool = False) -> dict:
     """Runs the streaming pipeline: decode ``src``, apply filter chain ``vf``, encode ``dst``.
 
     Audio and other streams are copied; timestamps and colour metadata pass
@@ -965,6 +969,12 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
         timestamps begin near 0. Copied streams are cut to the same span.
     frames : int or None, optional
         At most this many frames, as the CLI's --frames.
+    strict_regions : bool, optional
+        A regions file (``regions=FILE`` in ``vf``) that cannot match the
+        video (no boxes, frame keys past the last frame, pts keys that look
+        like milliseconds or frame numbers, no box on the picture, or no box
+        touching any frame by the end) is a warning on stderr by default; True
+        makes it a ValueError, and no ``dst`` is written (docs/regions.md).
 
     Returns
     -------
@@ -981,7 +991,8 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
         is opened.
     ValueError
         A value out of range or a bad filter chain, before anything is opened;
-        ``start < 0``, ``duration <= 0`` or ``frames < 1``.
+        ``start < 0``, ``duration <= 0`` or ``frames < 1``; with
+        ``strict_regions``, a regions file that cannot match the video.
     FileNotFoundError
         ``src`` does not exist.
     FileExistsError
@@ -1002,7 +1013,7 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
     frames = None if frames is None else _integer(frames, "frames", 1, INT64_MAX)
     _check_input_exists(src, "process_video")
     return _ext.process_video(src, dst, vf, codec, crf, preset, backend, hwdec, device, bool(overwrite),
-                              int(inflight), progress, start, duration, frames)
+                              int(inflight), progress, start, duration, frames, bool(strict_regions))
 
 
 def process_videos(inputs, outputs=None, *, out_dir=None, vf: Optional[str] = "", codec: Optional[str] = None,

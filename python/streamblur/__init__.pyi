@@ -95,6 +95,7 @@ def process_video(
     start: _Time = None,
     duration: _Time = None,
     frames: int | None = None,
+    strict_regions: bool = False,
 ) -> dict[str, Any]: ...
 def process_videos(
     inputs: Iterable[_Path],

@@ -40,13 +40,24 @@
 // from the file (end a file with a keyframe on the last frame, with its boxes
 // or an empty list); box= rectangles apply to every frame.
 //
+// Never silently wrong: a regions file needs frames with a key (its filter
+// throws on a frame without one, as on an image or plane filtered on its own,
+// RegionSpec::check_frame_key), and a run reports a file that cannot match its
+// video before the first frame (regions_never_match) and one whose boxes
+// touched no frame at its end (regions_unused): warnings, or the run's error
+// with PipelineOptions::strict_regions (pipeline.cpp; docs/regions.md).
+//
 // Work: on each plane the filter runs only on the boxes' bounding rectangle
 // grown by the filter's reach (Filter::reach) and aligned to its grid (and to
 // 64 pixels, so SIMD and vector loads keep their alignment); filters that
 // give no reach run on the whole plane.
+#include <atomic>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <istream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -102,8 +113,31 @@ class RegionTrack {
 // shape=: the box itself or the ellipse inscribed in it.
 enum class RegionShape { Rect, Ellipse };
 
+// What the region filters of one parsed chain saw of a regions file over a
+// run (every frame slot's filter adds to the same counts): the frames they
+// were given, those on which a box of the file covered a pixel of the
+// picture, and the range of the frames' keys.
+class RegionUsage {
+ public:
+  void add(const FrameContext& frame, bool touched);
+  int64_t frames() const { return frames_.load(); }
+  int64_t frames_touched() const { return touched_.load(); }
+  // The first and last frame index and pts (seconds) seen; NaN when none.
+  struct Range {
+    double first_index = std::nan(""), last_index = std::nan("");
+    double first_pts = std::nan(""), last_pts = std::nan("");
+  };
+  Range range() const;
+
+ private:
+  std::atomic<int64_t> frames_{0}, touched_{0};
+  mutable std::mutex mutex_;
+  Range range_;
+};
+
 // The region options of one filter of the chain; wrap() limits the filter to them.
 struct RegionSpec final : FilterDecoration, std::enable_shared_from_this<RegionSpec> {
+  std::string filter;                        // the filter's name, for messages
   std::shared_ptr<const RegionTrack> track;  // regions=FILE; null when none
   std::string file;                          // as given
   std::vector<LabeledBox> boxes;             // box=x:y:w:h, on every frame
@@ -111,9 +145,18 @@ struct RegionSpec final : FilterDecoration, std::enable_shared_from_this<RegionS
   double feather = 0;
   RegionShape shape = RegionShape::Rect;
   bool interpolate = true;
+  // What the chain's region filters saw of the file (regions=FILE) in a run.
+  std::shared_ptr<RegionUsage> usage = std::make_shared<RegionUsage>();
 
-  // The mask boxes at `frame`: the file's and the static ones, margin applied; empty boxes left out.
-  std::vector<RegionBox> boxes_at(const FrameContext& frame) const;
+  // The mask boxes at `frame`: the file's (their count in *from_file) then
+  // the static ones, margin applied; empty boxes left out.
+  std::vector<RegionBox> boxes_at(const FrameContext& frame, std::size_t* from_file = nullptr) const;
+  // Throws std::invalid_argument (one line) when `frame` lacks the key the
+  // regions file needs ("frame": an index; "pts": a timestamp), as a plane
+  // or image filtered on its own (FilterChain::apply without a FrameContext)
+  // lacks both: its boxes could not be placed, and the filter would silently
+  // filter nothing.
+  void check_frame_key(const FrameContext& frame) const;
   std::size_t max_boxes() const;
   // Throws std::invalid_argument when a box (file or box=) lies entirely outside the frame.
   void check_frame(int width, int height) const;
@@ -123,6 +166,44 @@ struct RegionSpec final : FilterDecoration, std::enable_shared_from_this<RegionS
 
 // The region options of a parsed filter; null when it has none.
 const RegionSpec* regions_of(const FilterInstanceSpec& filter);
+
+// Whether a mask box (luma pixels) with a soft edge of `feather` pixels
+// reaches the centre of a pixel of a width x height picture.
+bool covers_a_pixel(const RegionBox& box, double feather, int width, int height);
+
+// ---- regions files that cannot match the video (docs/regions.md, "Checks")
+//
+// What a run knows of its video before the first frame. Frame counts and
+// times are the container's (estimates), so the checks below leave a margin;
+// regions_unused() is exact, from what the run saw.
+struct RegionVideo {
+  int width = 0, height = 0;
+  int64_t frames = 0;                 // frames the run will write (estimated); 0 unknown
+  double frame_rate = 0;              // frames per second; 0 unknown
+  double start_s = std::nan("");      // the run's first frame's pts, seconds; NaN unknown
+  double end_s = std::nan("");        // the end of the run's last frame, seconds; NaN unknown
+  double input_start_s = std::nan(""), input_end_s = std::nan("");  // the whole input, on the same clock
+};
+
+// Why `spec`'s regions file cannot match `video` (one line "regions file
+// 'PATH' does not fit this video: ..." with the numbers), or "" when it may
+// (or when spec has no file). Rules, in order:
+//  - no keyframe has a box;
+//  - no box (margin and feather applied) reaches a pixel centre of the
+//    picture (boxes in 0..1 fractions of the picture, say);
+//  - "frame" keys: the first frame that can get a box is past the last
+//    frame (the estimate plus 1%, at least one frame);
+//  - "pts" keys: the last key lies more than the input's length past the
+//    input's end, and the keys fit the input read as frame numbers (all
+//    whole numbers, divided by the frame rate) or as milliseconds (divided by
+//    1000); or every pts that can get a box lies outside the run's frames
+//    (more than two frame intervals, or 0.1 s, before the first or after the last).
+std::string regions_never_match(const RegionSpec& spec, const RegionVideo& video);
+
+// After a run: when `spec` has a file whose boxes covered a pixel of none
+// of the frames the run filtered, one line saying so with the numbers
+// ("regions file 'PATH': no box touched any of the N frames ..."); "" otherwise.
+std::string regions_unused(const RegionSpec& spec);
 
 // Takes regions=, box=, margin=, feather=, shape= and interpolate= out of a
 // filter's option text ("sigma=12:regions=f.jsonl" -> "sigma=12") and returns
