@@ -16,8 +16,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check "nanobind>=2.0" "scikit-build-core>=0.10" pytest numpy pillow matplotlib \
-  av==14.0.1 mypy==2.4.1 \
-  ray==2.60.0  # mypy: python/tests/test_typing.py checks the stubs; av: PyAV, its own FFmpeg build, the Python tests' independent decoder; ray: python/tests/test_ray.py (streamblur.ray); a big wheel (~70 MB), tests run on the CPU backend
+  av==14.0.1 mypy==2.4.1 lizard==1.24.3 \
+  ray==2.60.0  # mypy: python/tests/test_typing.py checks the stubs; lizard: tests/check_function_length.sh; av: PyAV, its own FFmpeg build, the Python tests' independent decoder; ray: python/tests/test_ray.py (streamblur.ray); a big wheel (~70 MB), tests run on the CPU backend
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: warning: nvcc not found; install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads)" >&2
 fi

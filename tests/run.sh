@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: build (Release), run every GoogleTest program through
+# The whole test suite: function lengths (lizard), build (Release), run every GoogleTest program through
 # ctest, install into a scratch prefix and build a consumer project against
 # it, then build the Python module (and the tests' clip module,
 # python/testing) and run its pytest suite. GPU tests skip
@@ -10,6 +10,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 [ "${1:-}" = "--install" ] && bash apps/install-deps.sh
+bash tests/check_function_length.sh   # no function over 100 lines (lizard)
 export PATH="/usr/local/cuda/bin:$PATH"
 build="${STREAMBLUR_BUILD_DIR:-build}"
 jobs="$(nproc)"

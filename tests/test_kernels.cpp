@@ -1030,9 +1030,15 @@ TEST(CudaBlur, TensorGaussEveryRadius) {
       }
     }
   }
-  // Interleaved pairs (NV12's UV plane): each channel filtered apart, the
-  // edges clamped to the edge pixel's sample of the same channel; radii up
-  // to 32 pixels either way.
+}
+
+// Interleaved pairs (NV12's UV plane) on the tensor-core Gaussian: each
+// channel filtered apart, the edges clamped to the edge pixel's sample of the
+// same channel; radii up to 32 pixels either way. Then planes of more tiles
+// than the GPU runs at once.
+TEST(CudaBlur, TensorGaussPairsAndLargePlanes) {
+  REQUIRE_GPU();
+  struct Case { Size s; double sx, sy; int rx, ry; };
   const Case pairs[] = {
       {{1, 1}, 2.0, 2.0, -1, -1},     {{3, 70}, 1.0, 3.0, -1, -1},    {{65, 65}, 0.5, 0.5, -1, -1},
       {{129, 40}, 2.0, 2.0, -1, -1},  {{261, 70}, 5.0, 5.0, 15, 15},  {{130, 129}, 16 / 3.0, 10.0, 16, 32},
@@ -1069,7 +1075,11 @@ TEST(CudaBlur, TensorGaussEveryRadius) {
     cuda::GaussianBlur blur(c.sigma, c.sigma, c.r, c.r);
     check_forced_path<uint8_t>(blur, cuda::BlurPath::Tensor, true, src, want, 1);
   }
-  // Where it cannot run it falls back to the register path.
+}
+
+// Where the tensor-core Gaussian cannot run, it falls back to another path.
+TEST(CudaBlur, TensorGaussFallsBack) {
+  REQUIRE_GPU();
   cuda::GaussianBlur small(2.0), large(11.0);
   cuda::set_path(small, cuda::BlurPath::Tensor);
   cuda::set_path(large, cuda::BlurPath::Tensor);

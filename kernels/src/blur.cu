@@ -500,6 +500,74 @@ BlurPath path_of(Kernel k) {
   }
 }
 
+// The 4-per-thread fused kernel from src into out (its launch; the caller
+// checks it).
+template <class T, class In, class Acc, bool kWeighted>
+void launch_fused_x4(Plane<const T> src, Plane<T> out, const float* weights, int rx, int ry, int samples, int height,
+                     unsigned long long box_count, cudaStream_t stream) {
+  const std::size_t shared = x4_shared_bytes<In>(rx, ry, sizeof(T), kWeighted);
+  const unsigned grid_y = (height + kX4TileH - 1) / kX4TileH;
+  const std::size_t align = 4 * sizeof(T);
+  auto aligned = [&](const void* p, std::ptrdiff_t pitch) {
+    return reinterpret_cast<std::uintptr_t>(p) % align == 0 && pitch % static_cast<std::ptrdiff_t>(align) == 0;
+  };
+  const bool vector_io = aligned(src.data, src.pitch) && aligned(out.data, out.pitch);
+  const dim3 grid((samples + kX4TileW - 1) / kX4TileW, grid_y);
+  fused_blur_x4<T, In, Acc, kWeighted><<<grid, dim3(kX4ThreadsX, kX4ThreadsY), shared, stream>>>(
+      src.data, src.pitch, out.data, out.pitch, samples, height, weights, rx, ry, box_count, vector_io);
+}
+
+// The generic fused kernel from src into out (its launch; the caller checks
+// it).
+template <class T, class In, class Acc, bool kWeighted>
+void launch_fused(Plane<const T> src, Plane<T> out, const float* weights, int rx, int ry, int samples, int height,
+                  unsigned long long box_count, cudaStream_t stream) {
+  const std::size_t shared = fused_shared_bytes<In>(rx, ry, src.channels, sizeof(T), kWeighted);
+  const unsigned grid_y = (height + kFTileH - 1) / kFTileH;
+  const dim3 grid((samples + kFTileW - 1) / kFTileW, grid_y);
+  fused_blur<T, In, Acc, kWeighted><<<grid, dim3(kFThreadsX, kFThreadsY), shared, stream>>>(
+      src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, weights, rx, ry, box_count);
+}
+
+// Two passes through the scratch plane: horizontal from src into it, then
+// vertical from it into dst, each launch checked.
+template <class T, class In, class Acc, bool kWeighted>
+void run_two_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, int ry, void* scratch,
+                    int samples, int height, cudaStream_t stream) {
+  const std::ptrdiff_t tmp_pitch = static_cast<std::ptrdiff_t>(scratch_pitch(samples));
+  In* tmp = static_cast<In*>(scratch);
+  const float* wx = weights;
+  const float* wy = kWeighted ? weights + 2 * rx + 1 : nullptr;
+
+  int radius = rx;
+  std::size_t wbytes = kWeighted ? (2 * radius + 1) * sizeof(float) : 0;
+  const std::size_t h_shared = wbytes + (kHTile + 2 * static_cast<std::size_t>(radius) * src.channels) * sizeof(T);
+  const dim3 h_grid((samples + kHTile - 1) / kHTile, std::min(height, kMaxGridY));
+  if (h_shared <= kMaxShared)
+    horizontal_pass<T, In, true, kWeighted><<<h_grid, kHThreads, h_shared, stream>>>(
+        src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, wx, radius);
+  else
+    horizontal_pass<T, In, false, kWeighted><<<h_grid, kHThreads, wbytes, stream>>>(
+        src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, wx, radius);
+  STREAMBLUR_CHECK_LAUNCH("horizontal_pass", stream);
+
+  const unsigned long long count = static_cast<unsigned long long>(2 * rx + 1) * (2 * ry + 1);
+  radius = ry;
+  wbytes = kWeighted ? (2 * radius + 1) * sizeof(float) : 0;
+  const std::size_t v_shared = wbytes + (kVTileY + 2 * static_cast<std::size_t>(radius)) * kVThreadsX * sizeof(In);
+  const unsigned grid_y = (height + kVTileY - 1) / kVTileY;
+  if (grid_y > static_cast<unsigned>(kMaxGridY)) throw std::invalid_argument("blur: plane too tall");
+  const dim3 v_grid((samples + kVThreadsX - 1) / kVThreadsX, grid_y);
+  const dim3 v_block(kVThreadsX, kVThreadsY);
+  if (v_shared <= kMaxShared)
+    vertical_pass<T, In, Acc, true, kWeighted><<<v_grid, v_block, v_shared, stream>>>(
+        tmp, tmp_pitch, dst.data, dst.pitch, samples, height, wy, radius, count);
+  else
+    vertical_pass<T, In, Acc, false, kWeighted><<<v_grid, v_block, wbytes, stream>>>(
+        tmp, tmp_pitch, dst.data, dst.pitch, samples, height, wy, radius, count);
+  STREAMBLUR_CHECK_LAUNCH("vertical_pass", stream);
+}
+
 // Launches the blur. weights == nullptr selects the box.
 // weights: 2rx+1 horizontal then 2ry+1 vertical (Gaussian only), on the
 // device; host_weights the same on the host (for the register path).
@@ -573,59 +641,14 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
     return finish_fused(kWeighted ? "gauss_tiled" : "box_tiled");
   }
   if (kernel == Kernel::FusedX4) {
-    const std::size_t shared = x4_shared_bytes<In>(rx, ry, sizeof(T), kWeighted);
-    const unsigned grid_y = (height + kX4TileH - 1) / kX4TileH;
-    const std::size_t align = 4 * sizeof(T);
-    auto aligned = [&](const void* p, std::ptrdiff_t pitch) {
-      return reinterpret_cast<std::uintptr_t>(p) % align == 0 && pitch % static_cast<std::ptrdiff_t>(align) == 0;
-    };
-    const bool vector_io = aligned(src.data, src.pitch) && aligned(out.data, out.pitch);
-    const dim3 grid((samples + kX4TileW - 1) / kX4TileW, grid_y);
-    fused_blur_x4<T, In, Acc, kWeighted><<<grid, dim3(kX4ThreadsX, kX4ThreadsY), shared, stream>>>(
-        src.data, src.pitch, out.data, out.pitch, samples, height, weights, rx, ry, box_count, vector_io);
+    launch_fused_x4<T, In, Acc, kWeighted>(src, out, weights, rx, ry, samples, height, box_count, stream);
     return finish_fused("fused_blur_x4");
   }
   if (kernel == Kernel::Fused) {
-    const std::size_t shared = fused_shared_bytes<In>(rx, ry, src.channels, sizeof(T), kWeighted);
-    const unsigned grid_y = (height + kFTileH - 1) / kFTileH;
-    const dim3 grid((samples + kFTileW - 1) / kFTileW, grid_y);
-    fused_blur<T, In, Acc, kWeighted><<<grid, dim3(kFThreadsX, kFThreadsY), shared, stream>>>(
-        src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, weights, rx, ry, box_count);
+    launch_fused<T, In, Acc, kWeighted>(src, out, weights, rx, ry, samples, height, box_count, stream);
     return finish_fused("fused_blur");
   }
-  // Two passes through the scratch plane.
-  const std::ptrdiff_t tmp_pitch = static_cast<std::ptrdiff_t>(scratch_pitch(samples));
-  In* tmp = static_cast<In*>(scratch);
-  const float* wx = weights;
-  const float* wy = kWeighted ? weights + 2 * rx + 1 : nullptr;
-
-  int radius = rx;
-  std::size_t wbytes = kWeighted ? (2 * radius + 1) * sizeof(float) : 0;
-  const std::size_t h_shared = wbytes + (kHTile + 2 * static_cast<std::size_t>(radius) * src.channels) * sizeof(T);
-  const dim3 h_grid((samples + kHTile - 1) / kHTile, std::min(height, kMaxGridY));
-  if (h_shared <= kMaxShared)
-    horizontal_pass<T, In, true, kWeighted><<<h_grid, kHThreads, h_shared, stream>>>(
-        src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, wx, radius);
-  else
-    horizontal_pass<T, In, false, kWeighted><<<h_grid, kHThreads, wbytes, stream>>>(
-        src.data, src.pitch, tmp, tmp_pitch, samples, height, src.channels, wx, radius);
-  STREAMBLUR_CHECK_LAUNCH("horizontal_pass", stream);
-
-  const unsigned long long count = static_cast<unsigned long long>(2 * rx + 1) * (2 * ry + 1);
-  radius = ry;
-  wbytes = kWeighted ? (2 * radius + 1) * sizeof(float) : 0;
-  const std::size_t v_shared = wbytes + (kVTileY + 2 * static_cast<std::size_t>(radius)) * kVThreadsX * sizeof(In);
-  const unsigned grid_y = (height + kVTileY - 1) / kVTileY;
-  if (grid_y > static_cast<unsigned>(kMaxGridY)) throw std::invalid_argument("blur: plane too tall");
-  const dim3 v_grid((samples + kVThreadsX - 1) / kVThreadsX, grid_y);
-  const dim3 v_block(kVThreadsX, kVThreadsY);
-  if (v_shared <= kMaxShared)
-    vertical_pass<T, In, Acc, true, kWeighted><<<v_grid, v_block, v_shared, stream>>>(
-        tmp, tmp_pitch, dst.data, dst.pitch, samples, height, wy, radius, count);
-  else
-    vertical_pass<T, In, Acc, false, kWeighted><<<v_grid, v_block, wbytes, stream>>>(
-        tmp, tmp_pitch, dst.data, dst.pitch, samples, height, wy, radius, count);
-  STREAMBLUR_CHECK_LAUNCH("vertical_pass", stream);
+  run_two_passes<T, In, Acc, kWeighted>(src, dst, weights, rx, ry, scratch, samples, height, stream);
 }
 
 }  // namespace

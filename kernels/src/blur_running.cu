@@ -455,6 +455,371 @@ __device__ __forceinline__ void store4(T* o, const uint32_t (&v)[4]) {
   else *reinterpret_cast<uint2*>(o) = make_uint2(v[0] | v[1] << 16, v[2] | v[3] << 16);
 }
 
+// ---- Pieces of box_bands (below), in the order it uses them. Those that
+// were lambdas inside it are still called through lambdas there, and take
+// what those captured by reference: the kernel's compiled code stays the
+// same only so.
+
+// Which rows of the tables a prefix Q(y) adds.
+struct TableRows {
+  int q = -1, sub = -1;  // rows of q and sub to add (-1: none)
+};
+
+// Q(y)'s source rows for the thread's samples, added up into `out` (they
+// need nothing from the column kernels, so they load before the wait for
+// them), and the table rows to add after it.
+template <class T, class Row>
+__device__ __forceinline__ TableRows band_prefix_rows(int y, uint32_t (&out)[kItems], const Row& row, const int& s0,
+                                                      const int& samples, const bool& whole, const int& height,
+                                                      const int& segments) {
+  if (y <= 0) {  // the first row repeated above the plane
+    const Samples<T> v = load_samples(row(0), s0, samples, whole);
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) out[i] = static_cast<uint32_t>(y) * v[i];
+    return {};
+  }
+  if (y >= height) {  // Q(height), then the last row repeated below it
+    const Samples<T> v = load_samples(row(height - 1), s0, samples, whole);
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) out[i] = static_cast<uint32_t>(y - height) * v[i];
+    return {segments, -1};
+  }
+  const int k = y / kSegmentRows, j = y % kSegmentRows / kSubRows;
+  const int first = k * kSegmentRows + j * kSubRows;  // y - first < kSubRows
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) out[i] = 0;
+#pragma unroll
+  for (int r = 0; r < kSubRows - 1; ++r)
+    if (first + r < y) {
+      const Samples<T> v = load_samples(row(first + r), s0, samples, whole);
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) out[i] += v[i];
+    }
+  return {k, j > 0 ? k * kSubsPerSegment + j - 1 : -1};
+}
+
+// Row k of a table of `samples` entries, added to the thread's sums.
+__device__ __forceinline__ void add_table_row(const uint32_t* table, int k, uint32_t (&out)[kItems],
+                                              const int& samples, const int& s0, const bool& q_whole) {
+  const uint32_t* p = table + static_cast<std::size_t>(k) * samples + s0;
+  if (q_whole) {
+    const uint4 a = reinterpret_cast<const uint4*>(p)[0], b = reinterpret_cast<const uint4*>(p)[1];
+    out[0] += a.x; out[1] += a.y; out[2] += a.z; out[3] += a.w; out[4] += b.x; out[5] += b.y; out[6] += b.z; out[7] += b.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) out[i] += s0 + i < samples ? p[i] : 0u;
+  }
+}
+
+// The rows entering and leaving the window at rows y .. y + G - 1.
+template <class T, int G>
+__device__ __forceinline__ void fetch_rows(Samples<T> (&entering)[G], Samples<T> (&leaving)[G], int y, const T* src,
+                                           std::ptrdiff_t src_pitch, int ry, int height, int s0, int samples, bool whole) {
+  auto row = [&](int y) { return row_ptr(src, src_pitch, y); };
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    entering[g] = load_samples(row(min(y + g + ry, height - 1)), s0, samples, whole);
+    leaving[g] = load_samples(row(min(max(y + g - ry - 1, 0), height - 1)), s0, samples, whole);
+  }
+}
+
+// A row's prefixes P as the outputs read them (write_row_outputs). The
+// helpers take the type of value they return (their first argument): Wide,
+// the true prefix, or with kWraps also Acc, its low 32 bits, which is all
+// that the steps between quotients need (kSteps) and costs no wraps and half
+// the registers.
+//
+// Entry e (channel c) of P as a true prefix: with kWraps, 2^32 for each wrap
+// at or before it (the row's wraps read from shared memory where needed, the
+// same words across the block: with steps, only for each group's first
+// sums).
+template <bool kWraps, class V, class Acc>
+__device__ __forceinline__ V prefix_entry(V, int e, int c, const Acc* const& P,
+                                          const int (*const& wrapped)[1 + kMaxWraps]) {
+  if constexpr (kWraps && sizeof(V) == 8) {
+    unsigned long long high = 0;
+#pragma unroll
+    for (int k = 1; k <= kMaxWraps; ++k) high += e >= wrapped[c][k];
+    return static_cast<V>(P[e]) + static_cast<V>(high << 32);
+  } else {
+    return static_cast<V>(P[e]);
+  }
+}
+// The row's total of channel c plus n times its last column (P past the
+// row's right end).
+template <int C, class V, class Acc, class At>
+__device__ __forceinline__ V prefix_right_of(V v, int n, int c, const Acc* const& P, const int& samples, const At& at) {
+  return static_cast<V>(at(v, samples + c, c) +
+                        static_cast<V>(n) * static_cast<V>(static_cast<Acc>(P[samples + c] - P[samples - C + c])));
+}
+// n times channel c's first column (P at or before 0).
+template <int C, class V, class Acc>
+__device__ __forceinline__ V prefix_left_of(V, int n, int c, const Acc* const& P) {
+  return static_cast<V>(static_cast<V>(static_cast<long long>(n)) * static_cast<V>(P[C + c]));
+}
+// P at pixel i of channel c, inside the row or past either end.
+template <int C, class V, class At, class RightOf, class LeftOf>
+__device__ __forceinline__ V prefix_at(V v, int i, int c, const int& width, const At& at, const RightOf& right_of,
+                                       const LeftOf& left_of) {
+  if (i <= 0) return left_of(v, i, c);
+  if (i >= width) return right_of(v, i - width, c);
+  return at(v, i * C + c, c);
+}
+// prefix_at without branches, for groups that straddle an end of the row
+// (group_prefixes): an entry clamped into the row plus the extension past
+// either end, so that one lane's eight loads issue together. (With p_at,
+// whose branches hold each load back, the one lane at each end of a row
+// whose group straddles it costs the whole block that lane's latency at
+// every row; rows with rx % 4 = 1 or 2 have such a group at both ends;
+// tuning.json: "running.straddle".)
+template <int C, class V, class Acc, class At>
+__device__ __forceinline__ V prefix_ext(V v, int i, int c, const Acc* const& P, const int& samples, const int& width,
+                                        const At& at) {
+  const int xc = min(max(i, 0), width);
+  const V last = static_cast<V>(static_cast<Acc>(P[samples + c] - P[samples - C + c]));  // the last column
+  return static_cast<V>(at(v, xc * C + c, c) + static_cast<V>(max(i - width, 0)) * last -
+                        static_cast<V>(max(-i, 0)) * static_cast<V>(P[C + c]));
+}
+
+// The prefixes of a group of four outputs starting at sample s4. Sample s's
+// two prefixes are the entries s + (rx + 1) C and s - rx C: loaded (load4)
+// where they lie in [0, samples + C), computed from the row's edge columns
+// where all four lie past the same end of the row (per channel: the group's
+// samples are channels j % C), and one by one where the group straddles an
+// end. Loaded ones are P's own type, so with kWraps only Acc. m_hi, m_lo:
+// std::integral_constant<int, M> with M the loaded entries' offset modulo 4
+// where known at compile time (hence straight-line loads), -1 where not.
+template <int C, bool kSteps, class Acc, class V, class MHi, class MLo, class RightOf, class LeftOf, class PExt,
+          class PAt>
+__device__ __forceinline__ void group_prefixes_at(int s4, V (&hi)[4], V (&lo)[4], MHi m_hi, MLo m_lo,
+                                                  const Acc* const& P, const int& rx, const int& samples,
+                                                  const int& width, const RightOf& right_of, const LeftOf& left_of,
+                                                  const PExt& p_ext, const PAt& p_at) {
+  const int off_hi = (rx + 1) * C, off_lo = -rx * C;
+  const int x0 = s4 / C, x3 = (s4 + 3) / C;  // the group's first and last pixel
+  const bool lo_in = s4 + off_lo >= 0, lo_out = x3 <= rx;
+  const bool hi_in = s4 + off_hi + 3 < samples + C, hi_out = x0 + rx + 1 >= width;
+  if ((lo_in || lo_out) && (hi_in || hi_out)) {
+    if (hi_in) {
+      load4(P, s4 + off_hi, hi, m_hi);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) hi[j] = right_of(V{}, (s4 + j) / C + rx + 1 - width, j % C);
+    }
+    if (lo_in) {
+      load4(P, s4 + off_lo, lo, m_lo);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) lo[j] = left_of(V{}, (s4 + j) / C - rx, j % C);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int x = (s4 + j) / C, c = s4 + j - x * C;
+      if (!kSteps) {  // (with steps, the 64-register pair kernels spilled)
+        hi[j] = p_ext(V{}, x + rx + 1, c);
+        lo[j] = p_ext(V{}, x - rx, c);
+      } else {
+        hi[j] = p_at(V{}, x + rx + 1, c);
+        lo[j] = p_at(V{}, x - rx, c);
+      }
+    }
+  }
+}
+
+// kSteps, four samples per store: eight consecutive samples per thread
+// (kBlock x 8 is the row's capacity: one group of eight at most), two groups
+// of four: the first sum of each channel as a step from the same output on
+// the row before (on the band's first row, exact and divided), the other
+// seven as steps from the sum one pixel before, all from their low 32 bits.
+// A step down a row is a row entering the window less one leaving it, below
+// 255 (2 rx + 1), and the divisor is larger, as 2 ry + 1 > 255 too
+// (quotient_steps_hold). (Four samples per thread and a division for every
+// four outputs cost these windows far more instructions than those with
+// 32-bit sums; tuning.json: "running.eight_outputs".)
+template <class T, class Acc, class Wide, int C, int kBlock, class Inv, class GroupPrefixes, class PAt>
+__device__ __forceinline__ void steps_outputs(T* o, const int& t, const int& samples, const int& rx,
+                                              QuotientStep (&above)[C], uint32_t (&above_sum)[C], bool& above_known,
+                                              const Inv& inv_count, const GroupPrefixes& group_prefixes,
+                                              const PAt& p_at) {
+  // (A loop that runs at most once: as an `if`, the 64-register kernels
+  // spilled 114-298 bytes.)
+  for (int s8 = 8 * t; s8 < samples; s8 += 8 * kBlock) {
+    QuotientStep qs[C];
+    uint32_t before[C];  // the low 32 bits of each channel's last sum
+#pragma unroll
+    for (int h = 0; h < 8; h += 4) {
+      if (s8 + h >= samples) break;  // samples % 4 == 0 here
+      Acc hi[4], lo[4];
+      group_prefixes(s8 + h, hi, lo, AnyPhase{}, AnyPhase{});
+      uint32_t v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t sum = static_cast<uint32_t>(hi[j] - lo[j]);
+        if (h == 0 && j < C) {
+          if (above_known) {
+            qs[j] = above[j];
+            next_quotient(qs[j], static_cast<int>(sum - above_sum[j]), inv_count);
+          } else {  // the band's first row
+            const int x = (s8 + j) / C;
+            qs[j] = first_quotient(p_at(Wide{}, x + rx + 1, j) - p_at(Wide{}, x - rx, j), inv_count);
+          }
+          above[j] = qs[j];
+          above_sum[j] = sum;
+        } else {
+          next_quotient(qs[j % C], static_cast<int>(sum - before[j % C]), inv_count);
+        }
+        before[j % C] = sum;
+        v[j] = qs[j % C].q;
+      }
+      store4(o + s8 + h, v);
+    }
+  }
+  above_known = true;
+}
+
+// Four consecutive samples per thread and store, each a division.
+template <class T, class Wide, int kBlock, class Inv, class MHi, class MLo, class GroupPrefixes>
+__device__ __forceinline__ void group_outputs(T* o, MHi m_hi, MLo m_lo, const int& t, const int& samples,
+                                              const Wide& count, const Inv& inv_count,
+                                              const GroupPrefixes& group_prefixes) {
+  for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
+    uint32_t v[4];
+    Wide hi[4], lo[4];
+    group_prefixes(s4, hi, lo, m_hi, m_lo);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = static_cast<uint32_t>(divide_round(hi[j] - lo[j], count, inv_count));
+    store4(o + s4, v);
+  }
+}
+
+// Row o's outputs from its prefix row P (P[i]: the prefix at sample index
+// i) and its wraps. Each output: P(x + rx + 1) - P(x - rx). P(width) is the
+// row's total (the entry past its last sample); past the ends P grows by the
+// edge pixel's column sum, P(1) - P(0) on the left (P(0) = 0), P(width) -
+// P(width - 1) on the right.
+template <class T, class Acc, class Wide, int C, int kBlock, bool kWraps, bool kSteps, class Inv>
+__device__ __forceinline__ void write_row_outputs(T* const& o, const Acc* const& P,
+                                                  const int (*const& wrapped)[1 + kMaxWraps], const int& samples,
+                                                  const int& width, const int& rx, const int& t,
+                                                  const bool& out_aligned, const Wide& count, const Inv& inv_count,
+                                                  QuotientStep (&above)[C], uint32_t (&above_sum)[C],
+                                                  bool& above_known) {
+  auto at = [&](auto v, int e, int c) { return prefix_entry<kWraps>(v, e, c, P, wrapped); };
+  auto right_of = [&](auto v, int n, int c) { return prefix_right_of<C>(v, n, c, P, samples, at); };
+  auto left_of = [&](auto v, int n, int c) { return prefix_left_of<C>(v, n, c, P); };
+  auto p_at = [&](auto v, int i, int c) { return prefix_at<C>(v, i, c, width, at, right_of, left_of); };
+  auto p_ext = [&](auto v, int i, int c) { return prefix_ext<C>(v, i, c, P, samples, width, at); };
+  auto group_prefixes = [&](int s4, auto (&hi)[4], auto (&lo)[4], auto m_hi, auto m_lo) {
+    group_prefixes_at<C, kSteps>(s4, hi, lo, m_hi, m_lo, P, rx, samples, width, right_of, left_of, p_ext, p_at);
+  };
+  if (out_aligned) {
+    if constexpr (kSteps) {
+      steps_outputs<T, Acc, Wide, C, kBlock>(o, t, samples, rx, above, above_sum, above_known, inv_count,
+                                             group_prefixes, p_at);
+    } else {
+      auto groups = [&](auto m_hi, auto m_lo) {
+        group_outputs<T, Wide, kBlock>(o, m_hi, m_lo, t, samples, count, inv_count, group_prefixes);
+      };
+      // The loads' offsets modulo 4, (rx + 1) C and -rx C, as constants:
+      // one loop per value of rx % 4 (one channel) or rx % 2 (pairs).
+      // With the offset a runtime value, the unaligned loads' selects and
+      // branches made rows with both offsets unaligned (rx % 4 = 1, 2)
+      // execute more instructions than the others (tuning.json:
+      // "running.load_phases").
+      using std::integral_constant;
+      if constexpr (sizeof(Acc) == 4 && C == 1) {
+        switch (rx & 3) {
+          case 0: groups(integral_constant<int, 1>{}, integral_constant<int, 0>{}); break;
+          case 1: groups(integral_constant<int, 2>{}, integral_constant<int, 3>{}); break;
+          case 2: groups(integral_constant<int, 3>{}, integral_constant<int, 2>{}); break;
+          default: groups(integral_constant<int, 0>{}, integral_constant<int, 1>{}); break;
+        }
+      } else if constexpr (sizeof(Acc) == 4 && C == 2) {
+        if (rx & 1) groups(integral_constant<int, 0>{}, integral_constant<int, 2>{});
+        else groups(integral_constant<int, 2>{}, integral_constant<int, 0>{});
+      } else {
+        groups(AnyPhase{}, AnyPhase{});
+      }
+    }
+  } else {
+    // One output at a time. Unrolled, this path set the register count
+    // of the whole kernel and made the 64-register kernels (512 and 1024
+    // threads) spill; the 256-thread kernels have room and run faster
+    // with it unrolled (tuning.json: "running.one_output_unroll").
+#pragma unroll(kWraps || kBlock > 256 ? 1 : 4)
+    for (int s = t; s < samples; s += kBlock) {
+      const int x = s / C, c = s - x * C;
+      o[s] = static_cast<T>(divide_round(p_at(Wide{}, x + rx + 1, c) - p_at(Wide{}, x - rx, c), count, inv_count));
+    }
+  }
+}
+
+template <class Acc>
+__device__ __forceinline__ void store_prefixes(Acc* out, const Acc (&p)[kItems]) {
+  if constexpr (sizeof(Acc) == 4) {
+    reinterpret_cast<uint4*>(out)[0] = make_uint4(p[0], p[1], p[2], p[3]);
+    reinterpret_cast<uint4*>(out)[1] = make_uint4(p[4], p[5], p[6], p[7]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kItems / 2; ++j) reinterpret_cast<ulonglong2*>(out)[j] = make_ulonglong2(p[2 * j], p[2 * j + 1]);
+  }
+}
+
+// kWhole: the thread's outputs of row o from its edges. kSteps: the
+// thread's first output of each channel divides, the others step by last -
+// first (the sum's slope in x).
+template <class T, class Acc, int C, bool kSteps, class Inv>
+__device__ __forceinline__ void whole_row_outputs(T* o, const Acc* edges, int s0, int samples, int rx, int width,
+                                                  bool out_aligned, Acc count, const Inv& inv_count) {
+  QuotientStep qs[C];
+#pragma unroll
+  for (int h = 0; h < kItems; h += 4) {  // 4 outputs at a time (fewer live registers)
+    uint32_t v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int c = (h + j) % C, x = (s0 + h + j) / C;  // s0 is a multiple of C
+      const Acc first = edges[c], last = edges[C + c];
+      if constexpr (kSteps)
+        if (h + j >= C) {
+          next_quotient(qs[c], static_cast<int>(static_cast<uint32_t>(last) - static_cast<uint32_t>(first)),
+                        inv_count);
+          v[j] = qs[c].q;
+          continue;
+        }
+      const Acc sum = static_cast<Acc>(rx - x + 1) * first + static_cast<Acc>(x + rx - width + 2) * last +
+                      (edges[2 * C + c] - first - last);
+      if constexpr (kSteps) {
+        qs[c] = first_quotient(sum, inv_count);
+        v[j] = qs[c].q;
+      } else {
+        v[j] = static_cast<uint32_t>(divide_round(sum, count, inv_count));
+      }
+    }
+    if (out_aligned) {  // samples % 4 == 0: whole groups of 4
+      if (s0 + h + 4 <= samples) store4(o + s0 + h, v);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (s0 + h + j < samples) o[s0 + h + j] = static_cast<T>(v[j]);
+    }
+  }
+}
+
+// kWraps, thread 0: the other parity's records cleared, for the next step.
+template <int P, int G, int C>
+__device__ __forceinline__ void clear_wraps(int (&wraps)[P][G][C][1 + kMaxWraps], int parity, int t) {
+  if (t == 0)  // the other parity's records, for the next step
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        wraps[parity ^ 1][g][c][0] = 0;
+#pragma unroll
+        for (int k = 1; k <= kMaxWraps; ++k) wraps[parity ^ 1][g][c][k] = INT_MAX;
+      }
+}
+
 // kWhole: every window covers the whole row (rx >= width - 1), so a row's
 // window sums are a linear function of x: sum(x) = (rx - x + 1) c(0) +
 // (x + rx - width + 2) c(width - 1) + the sum of the columns between, with
@@ -470,12 +835,19 @@ __device__ __forceinline__ void store4(T* o, const uint32_t (&v)[4]) {
 // channel's row total is below 8192 x 255 x 8193 < 4 x 2^32, so at most 3
 // wraps. This halves the scan's and the prefixes' words against 64-bit
 // prefixes; the window sums and their quotients are 64-bit.
+//
+// The kernel: its shared memory and state, the band's first window sums,
+// then G rows a step: their column sums, their prefixes (or totals), their
+// outputs.
 template <class T, class Acc, int C, int kBlock, bool kWhole, bool kWraps = false>
 __global__ void __launch_bounds__(kBlock, band_min_blocks<Acc, kBlock>())
 box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
           int width, int height, int rx, int ry, int band_rows, bool aligned, bool out_aligned, const uint32_t* __restrict__ q,
           const uint32_t* __restrict__ sub, int segments, WindowSum<Acc, kWraps> count,
           typename Quotient<WindowSum<Acc, kWraps>>::Inv inv_count) {
+  // #lizard forgives: 162 lines. Moving its steps out into functions, as
+  // the pieces above were, changed the generated code of 37 of its kernels;
+  // that split waits for a GPU benchmark run beside today's code.
   static_assert(!kWraps || (sizeof(T) == 1 && sizeof(Acc) == 4 && !kWhole));
   using Wide = WindowSum<Acc, kWraps>;  // a window's sum
   constexpr bool kSteps = quotient_steps<T, Acc, kWhole, kWraps>();
@@ -488,9 +860,8 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   __shared__ typename std::conditional_t<kWhole, Reduce, Scan>::TempStorage scan_storage;
   extern __shared__ __align__(16) unsigned char smem[];
   Acc* prefix = reinterpret_cast<Acc*>(smem);  // G rows of kStride entries
-  // kWraps: per step parity, row and channel, the count of wraps recorded
-  // and their entries (INT_MAX: none); a step fills one parity and clears
-  // the other for the next step.
+  // kWraps: per step parity, row and channel, the count of wraps and their
+  // entries (INT_MAX: none); a step fills one parity, clears the other.
   __shared__ int wraps[kWraps ? 2 : 1][G][C][1 + kMaxWraps];
   if constexpr (kWraps) {
     if (threadIdx.x == 0)
@@ -502,11 +873,10 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
           }
   }
   int parity = 0;
-  // kSteps with prefixes (kWraps): the quotient of the thread's first output
-  // of each channel on the row before, its remainder and the low 32 bits of
-  // its sum, in registers (in 24 KB of static shared memory, the 1024-thread
-  // pair kernel went past the 48 KB a launch gets without opting in). The
-  // next row's first quotient steps from it (below).
+  // kSteps with prefixes (kWraps): the thread's first output of each channel
+  // on the row before (quotient, remainder, low 32 bits of the sum), for the
+  // next row's to step from (steps_outputs); registers, as shared memory
+  // took the 1024-thread pair kernel past the 48 KB a launch gets.
   QuotientStep above[C];
   uint32_t above_sum[C];
   bool above_known = false;
@@ -517,67 +887,19 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   const bool q_whole = samples % 4 == 0 && s0 + kItems <= samples;           // two 16-byte loads per prefix
   const int y0 = blockIdx.x * band_rows, y1 = min(height, y0 + band_rows);
   auto row = [&](int y) { return row_ptr(src, src_pitch, y); };
-
   // Q(y) for the thread's samples: a scanned segment entry, a sub-segment
-  // entry and the rows after it. In two parts: prefix_rows adds up the
-  // source rows (which need nothing from the column kernels, so they load
-  // before the wait for them) and says which table entries to add;
-  // add_tables adds those after the wait.
-  struct TableRows {
-    int q = -1, sub = -1;  // rows of q and sub to add (-1: none)
-  };
+  // entry and the rows after it.
   auto prefix_rows = [&](int y, uint32_t (&out)[kItems]) -> TableRows {
-    if (y <= 0) {  // the first row repeated above the plane
-      const Samples<T> v = load_samples(row(0), s0, samples, whole);
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) out[i] = static_cast<uint32_t>(y) * v[i];
-      return {};
-    }
-    if (y >= height) {  // Q(height), then the last row repeated below it
-      const Samples<T> v = load_samples(row(height - 1), s0, samples, whole);
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) out[i] = static_cast<uint32_t>(y - height) * v[i];
-      return {segments, -1};
-    }
-    const int k = y / kSegmentRows, j = y % kSegmentRows / kSubRows;
-    const int first = k * kSegmentRows + j * kSubRows;  // y - first < kSubRows
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) out[i] = 0;
-#pragma unroll
-    for (int r = 0; r < kSubRows - 1; ++r)
-      if (first + r < y) {
-        const Samples<T> v = load_samples(row(first + r), s0, samples, whole);
-#pragma unroll
-        for (int i = 0; i < kItems; ++i) out[i] += v[i];
-      }
-    return {k, j > 0 ? k * kSubsPerSegment + j - 1 : -1};
-  };
-  auto add_entries = [&](const uint32_t* table, int k, uint32_t (&out)[kItems]) {  // row k of a table of `samples` entries
-    const uint32_t* p = table + static_cast<std::size_t>(k) * samples + s0;
-    if (q_whole) {
-      const uint4 a = reinterpret_cast<const uint4*>(p)[0], b = reinterpret_cast<const uint4*>(p)[1];
-      out[0] += a.x; out[1] += a.y; out[2] += a.z; out[3] += a.w; out[4] += b.x; out[5] += b.y; out[6] += b.z; out[7] += b.w;
-    } else {
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) out[i] += s0 + i < samples ? p[i] : 0u;
-    }
+    return band_prefix_rows<T>(y, out, row, s0, samples, whole, height, segments);
   };
   auto add_tables = [&](TableRows t, uint32_t (&out)[kItems]) {
-    if (t.q >= 0) add_entries(q, t.q, out);
-    if (t.sub >= 0) add_entries(sub, t.sub, out);
+    if (t.q >= 0) add_table_row(q, t.q, out, samples, s0, q_whole);
+    if (t.sub >= 0) add_table_row(sub, t.sub, out, samples, s0, q_whole);
   };
-
   // The rows entering and leaving the window at rows y .. y + G - 1, loaded a
   // step ahead so that their latency hides behind a step's scan and outputs.
   Samples<T> entering[G], leaving[G];
-  auto fetch = [&](int y) {
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      entering[g] = load_samples(row(min(y + g + ry, height - 1)), s0, samples, whole);
-      leaving[g] = load_samples(row(min(max(y + g - ry - 1, 0), height - 1)), s0, samples, whole);
-    }
-  };
-
+  auto fetch = [&](int y) { fetch_rows<T, G>(entering, leaving, y, src, src_pitch, ry, height, s0, samples, whole); };
   // The window's column sums at the band's first row: Q(y0 + ry + 1) - Q(y0 - ry).
   uint32_t sums[kItems] = {}, low[kItems] = {};
   TableRows sums_tables, low_tables;
@@ -594,205 +916,9 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
     for (int i = 0; i < kItems; ++i) sums[i] -= low[i];
   }
 
-  // Row o's outputs from its prefix row P (P[i]: the prefix at sample index
-  // i). Each output: P(x + rx + 1) - P(x - rx). P(width) is the row's total
-  // (the entry past its last sample); past the ends P grows by the edge
-  // pixel's column sum, P(1) - P(0) on the left (P(0) = 0), P(width) -
-  // P(width - 1) on the right.
   auto write_outputs = [&](T* o, const Acc* P, const int (*wrapped)[1 + kMaxWraps]) {
-    // Entry e (channel c) of P as a true prefix: with kWraps, 2^32 for each
-    // wrap at or before it (the row's wraps read from shared memory where
-    // needed, the same words across the block: with steps, only for each
-    // group's first sums).
-    //
-    // The prefix helpers take the type of value they return (their first
-    // argument): Wide, the true prefix, or with kWraps also Acc, its low 32
-    // bits, which is all that the steps between quotients need (kSteps) and
-    // costs no wraps and half the registers.
-    auto at = [&](auto v, int e, int c) {
-      using V = decltype(v);
-      if constexpr (kWraps && sizeof(V) == 8) {
-        unsigned long long high = 0;
-#pragma unroll
-        for (int k = 1; k <= kMaxWraps; ++k) high += e >= wrapped[c][k];
-        return static_cast<V>(P[e]) + static_cast<V>(high << 32);
-      } else {
-        return static_cast<V>(P[e]);
-      }
-    };
-    // The row's total of channel c plus n times its last column (P past the
-    // row's right end), and n times its first column (P at or before 0).
-    auto right_of = [&](auto v, int n, int c) {
-      using V = decltype(v);
-      return static_cast<V>(at(v, samples + c, c) +
-                            static_cast<V>(n) * static_cast<V>(static_cast<Acc>(P[samples + c] - P[samples - C + c])));
-    };
-    auto left_of = [&](auto v, int n, int c) {
-      using V = decltype(v);
-      return static_cast<V>(static_cast<V>(static_cast<long long>(n)) * static_cast<V>(P[C + c]));
-    };
-    auto p_at = [&](auto v, int i, int c) {
-      if (i <= 0) return left_of(v, i, c);
-      if (i >= width) return right_of(v, i - width, c);
-      return at(v, i * C + c, c);
-    };
-    // p_at without branches, for groups that straddle an end of the row
-    // (below): an entry clamped into the row plus the extension past either
-    // end, so that one lane's eight loads issue together. (With p_at, whose
-    // branches hold each load back, the one lane at each end of a row whose
-    // group straddles it costs the whole block that lane's latency at every
-    // row; rows with rx % 4 = 1 or 2 have such a group at both ends;
-    // tuning.json: "running.straddle".)
-    auto p_ext = [&](auto v, int i, int c) {
-      using V = decltype(v);
-      const int xc = min(max(i, 0), width);
-      const V last = static_cast<V>(static_cast<Acc>(P[samples + c] - P[samples - C + c]));  // the last column
-      return static_cast<V>(at(v, xc * C + c, c) + static_cast<V>(max(i - width, 0)) * last -
-                            static_cast<V>(max(-i, 0)) * static_cast<V>(P[C + c]));
-    };
-    // The prefixes of a group of four outputs starting at sample s4 (below);
-    // loaded ones (load4) are P's own type, so with kWraps only Acc.
-    // m_hi, m_lo: std::integral_constant<int, M> with M the loaded entries'
-    // offset modulo 4 where known at compile time (hence straight-line
-    // loads), -1 where not.
-    auto group_prefixes = [&](int s4, auto (&hi)[4], auto (&lo)[4], auto m_hi, auto m_lo) {
-      using V = std::remove_reference_t<decltype(hi[0])>;
-      const int off_hi = (rx + 1) * C, off_lo = -rx * C;
-      const int x0 = s4 / C, x3 = (s4 + 3) / C;  // the group's first and last pixel
-      const bool lo_in = s4 + off_lo >= 0, lo_out = x3 <= rx;
-      const bool hi_in = s4 + off_hi + 3 < samples + C, hi_out = x0 + rx + 1 >= width;
-      if ((lo_in || lo_out) && (hi_in || hi_out)) {
-        if (hi_in) {
-          load4(P, s4 + off_hi, hi, m_hi);
-        } else {
-#pragma unroll
-          for (int j = 0; j < 4; ++j) hi[j] = right_of(V{}, (s4 + j) / C + rx + 1 - width, j % C);
-        }
-        if (lo_in) {
-          load4(P, s4 + off_lo, lo, m_lo);
-        } else {
-#pragma unroll
-          for (int j = 0; j < 4; ++j) lo[j] = left_of(V{}, (s4 + j) / C - rx, j % C);
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int x = (s4 + j) / C, c = s4 + j - x * C;
-          if (!kSteps) {  // (with steps, the 64-register pair kernels spilled)
-            hi[j] = p_ext(V{}, x + rx + 1, c);
-            lo[j] = p_ext(V{}, x - rx, c);
-          } else {
-            hi[j] = p_at(V{}, x + rx + 1, c);
-            lo[j] = p_at(V{}, x - rx, c);
-          }
-        }
-      }
-    };
-    if (out_aligned) {
-      // Four consecutive samples per thread and store. Sample s's two
-      // prefixes are the entries s + (rx + 1) C and s - rx C: loaded where
-      // they lie in [0, samples + C), computed from the row's edge columns
-      // where all four lie past the same end of the row (the extension of P
-      // above, per channel: the group's samples are channels j % C), and
-      // one by one (p_at) where the group straddles an end.
-      if constexpr (kSteps) {
-        // Eight consecutive samples per thread (kBlock x 8 is the row's
-        // capacity: one group of eight at most), two groups of four: the
-        // first sum of each channel as a step from the same output on the
-        // row before (on the band's first row, exact and divided), the other
-        // seven as steps from the sum one pixel before, all from their low
-        // 32 bits. A step down a row is a row entering the window less one
-        // leaving it, below 255 (2 rx + 1), and the divisor is larger, as
-        // 2 ry + 1 > 255 too (quotient_steps_hold). (Four samples per thread
-        // and a division for every four outputs cost these windows far more
-        // instructions than those with 32-bit sums; tuning.json:
-        // "running.eight_outputs".)
-        // (A loop that runs at most once: as an `if`, the 64-register kernels
-        // spilled 114-298 bytes.)
-        for (int s8 = 8 * t; s8 < samples; s8 += 8 * kBlock) {
-          QuotientStep qs[C];
-          uint32_t before[C];  // the low 32 bits of each channel's last sum
-#pragma unroll
-          for (int h = 0; h < 8; h += 4) {
-            if (s8 + h >= samples) break;  // samples % 4 == 0 here
-            Acc hi[4], lo[4];
-            group_prefixes(s8 + h, hi, lo, AnyPhase{}, AnyPhase{});
-            uint32_t v[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              const uint32_t sum = static_cast<uint32_t>(hi[j] - lo[j]);
-              if (h == 0 && j < C) {
-                if (above_known) {
-                  qs[j] = above[j];
-                  next_quotient(qs[j], static_cast<int>(sum - above_sum[j]), inv_count);
-                } else {  // the band's first row
-                  const int x = (s8 + j) / C;
-                  qs[j] = first_quotient(p_at(Wide{}, x + rx + 1, j) - p_at(Wide{}, x - rx, j), inv_count);
-                }
-                above[j] = qs[j];
-                above_sum[j] = sum;
-              } else {
-                next_quotient(qs[j % C], static_cast<int>(sum - before[j % C]), inv_count);
-              }
-              before[j % C] = sum;
-              v[j] = qs[j % C].q;
-            }
-            store4(o + s8 + h, v);
-          }
-        }
-        above_known = true;
-      } else {
-        auto groups = [&](auto m_hi, auto m_lo) {
-          for (int s4 = 4 * t; s4 < samples; s4 += 4 * kBlock) {
-            uint32_t v[4];
-            Wide hi[4], lo[4];
-            group_prefixes(s4, hi, lo, m_hi, m_lo);
-#pragma unroll
-            for (int j = 0; j < 4; ++j) v[j] = static_cast<uint32_t>(divide_round(hi[j] - lo[j], count, inv_count));
-            store4(o + s4, v);
-          }
-        };
-        // The loads' offsets modulo 4, (rx + 1) C and -rx C, as constants:
-        // one loop per value of rx % 4 (one channel) or rx % 2 (pairs).
-        // With the offset a runtime value, the unaligned loads' selects and
-        // branches made rows with both offsets unaligned (rx % 4 = 1, 2)
-        // execute more instructions than the others (tuning.json:
-        // "running.load_phases").
-        using std::integral_constant;
-        if constexpr (sizeof(Acc) == 4 && C == 1) {
-          switch (rx & 3) {
-            case 0: groups(integral_constant<int, 1>{}, integral_constant<int, 0>{}); break;
-            case 1: groups(integral_constant<int, 2>{}, integral_constant<int, 3>{}); break;
-            case 2: groups(integral_constant<int, 3>{}, integral_constant<int, 2>{}); break;
-            default: groups(integral_constant<int, 0>{}, integral_constant<int, 1>{}); break;
-          }
-        } else if constexpr (sizeof(Acc) == 4 && C == 2) {
-          if (rx & 1) groups(integral_constant<int, 0>{}, integral_constant<int, 2>{});
-          else groups(integral_constant<int, 2>{}, integral_constant<int, 0>{});
-        } else {
-          groups(AnyPhase{}, AnyPhase{});
-        }
-      }
-    } else {
-      // One output at a time. Unrolled, this path set the register count
-      // of the whole kernel and made the 64-register kernels (512 and 1024
-      // threads) spill; the 256-thread kernels have room and run faster
-      // with it unrolled (tuning.json: "running.one_output_unroll").
-#pragma unroll(kWraps || kBlock > 256 ? 1 : 4)
-      for (int s = t; s < samples; s += kBlock) {
-        const int x = s / C, c = s - x * C;
-        o[s] = static_cast<T>(divide_round(p_at(Wide{}, x + rx + 1, c) - p_at(Wide{}, x - rx, c), count, inv_count));
-      }
-    }
-  };
-  auto store_prefixes = [&](Acc* out, const Acc (&p)[kItems]) {
-    if constexpr (sizeof(Acc) == 4) {
-      reinterpret_cast<uint4*>(out)[0] = make_uint4(p[0], p[1], p[2], p[3]);
-      reinterpret_cast<uint4*>(out)[1] = make_uint4(p[4], p[5], p[6], p[7]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < kItems / 2; ++j) reinterpret_cast<ulonglong2*>(out)[j] = make_ulonglong2(p[2 * j], p[2 * j + 1]);
-    }
+    write_row_outputs<T, Acc, Wide, C, kBlock, kWraps, kSteps>(o, P, wrapped, samples, width, rx, t, out_aligned,
+                                                               count, inv_count, above, above_sum, above_known);
   };
 
   for (int y = y0; y < y1; y += G) {
@@ -806,17 +932,17 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       }
     if (y + G < y1) fetch(y + G);
 
-    // Exclusive prefixes of the G rows' column sums along the row, per
-    // channel, then a barrier before the outputs read them.
+    // The G rows' column sums per channel: what the scan (or the reduction)
+    // adds up along the row.
     Sum total{};
 #pragma unroll
     for (int g = 0; g < G; ++g)
 #pragma unroll
       for (int i = 0; i < kItems; ++i) total.v[g * C + i % C] += rows[g][i];
     if constexpr (kWhole) {
-      // Each row's total and edge columns into shared memory (edges[g][0..C):
-      // the first column, [C..2C): the last, [2C..3C): the total), a barrier,
-      // then the thread's own samples.
+      // Each row's total and edge columns, a barrier, then the thread's own
+      // samples. The next step's reduction has a barrier before thread 0
+      // writes the edges again; every thread reaches it after reading them.
       const Sum row_total = Reduce(scan_storage).Reduce(total, VecAdd<Acc, G * C>{});  // thread 0's is the block's
 #pragma unroll
       for (int g = 0; g < G; ++g) {
@@ -835,45 +961,9 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         if (y + g >= y1) break;
-        const Acc* edges = prefix + g * 3 * C;
-        T* o = row_ptr(dst, dst_pitch, y + g);
-        // kSteps: the thread's first output of each channel divides, the
-        // others step by last - first (the sum's slope in x).
-        QuotientStep qs[C];
-#pragma unroll
-        for (int h = 0; h < kItems; h += 4) {  // 4 outputs at a time (fewer live registers)
-          uint32_t v[4];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int c = (h + j) % C, x = (s0 + h + j) / C;  // s0 is a multiple of C
-            const Acc first = edges[c], last = edges[C + c];
-            if constexpr (kSteps)
-              if (h + j >= C) {
-                next_quotient(qs[c], static_cast<int>(static_cast<uint32_t>(last) - static_cast<uint32_t>(first)),
-                              inv_count);
-                v[j] = qs[c].q;
-                continue;
-              }
-            const Acc sum = static_cast<Acc>(rx - x + 1) * first + static_cast<Acc>(x + rx - width + 2) * last +
-                            (edges[2 * C + c] - first - last);
-            if constexpr (kSteps) {
-              qs[c] = first_quotient(sum, inv_count);
-              v[j] = qs[c].q;
-            } else {
-              v[j] = static_cast<uint32_t>(divide_round(sum, count, inv_count));
-            }
-          }
-          if (out_aligned) {  // samples % 4 == 0: whole groups of 4
-            if (s0 + h + 4 <= samples) store4(o + s0 + h, v);
-          } else {
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-              if (s0 + h + j < samples) o[s0 + h + j] = static_cast<T>(v[j]);
-          }
-        }
+        whole_row_outputs<T, Acc, C, kSteps>(row_ptr(dst, dst_pitch, y + g), prefix + g * 3 * C, s0, samples, rx,
+                                             width, out_aligned, count, inv_count);
       }
-      // The next step's reduction has a barrier before thread 0 writes the
-      // edges again; every thread reaches it after reading them.
     } else {
     Sum run, aggregate;
     Scan(scan_storage).ExclusiveScan(total, run, Sum{}, VecAdd<Acc, G * C>{}, aggregate);
@@ -898,17 +988,7 @@ box_bands(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
       }
       store_prefixes(prefix + g * kStride + s0, p);
     }
-    if constexpr (kWraps) {
-      if (t == 0)  // the other parity's records, for the next step
-#pragma unroll
-        for (int g = 0; g < G; ++g)
-#pragma unroll
-          for (int c = 0; c < C; ++c) {
-            wraps[parity ^ 1][g][c][0] = 0;
-#pragma unroll
-            for (int k = 1; k <= kMaxWraps; ++k) wraps[parity ^ 1][g][c][k] = INT_MAX;
-          }
-    }
+    if constexpr (kWraps) clear_wraps(wraps, parity, t);
     if (t == 0)
 #pragma unroll
       for (int g = 0; g < G; ++g)

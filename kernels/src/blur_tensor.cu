@@ -261,7 +261,136 @@ constexpr int kMinBlocks = static_cast<int>(
 static_assert(kMinBlocks<2, 2, 1> == 3 && kMinBlocks<3, 3, 1> == 2 && kMinBlocks<4, 4, 1> == 2 &&
               kMinBlocks<5, 5, 1> == 1 && kMinBlocks<2, 2, 2> == kPairMinBlocks);
 
-// C: 1, or 2 interleaved channels (staged apart, interleaved again at the store).
+// The horizontal B fragments of the taps: element (k, n) of step s, half h
+// is x[16 s + k - n - 8 h - x_offset]; lane (g, t) holds k = 2t, 2t+1 (b0)
+// and 2t+8, 2t+9 (b1), n = g.
+template <int SX>
+__device__ __forceinline__ void horizontal_fragments(uint32_t (&bt)[SX][2][2][2], const TapHalves& tx, const Taps& taps,
+                                                     int g, int t) {
+#pragma unroll
+  for (int s = 0; s < SX; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int part = 0; part < 2; ++part) {
+        const int i = 16 * s + 2 * t - g - 8 * h - taps.x_offset;
+        bt[s][h][part][0] = tx.pair(i, part);
+        bt[s][h][part][1] = tx.pair(i + 8, part);
+      }
+}
+
+// The vertical A fragments: element (m, k) of step s is y[16 s + k - m];
+// lane (g, t) holds (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..), the
+// last equal to the first.
+template <int SY>
+__device__ __forceinline__ void vertical_fragments(uint32_t (&at)[SY][2][4], const TapHalves& ty, int g, int t) {
+#pragma unroll
+  for (int s = 0; s < SY; ++s)
+#pragma unroll
+    for (int part = 0; part < 2; ++part) {
+      const int i = 16 * s + 2 * t - g;
+      at[s][part][0] = at[s][part][3] = ty.pair(i, part);
+      at[s][part][1] = ty.pair(i - 8, part);
+      at[s][part][2] = ty.pair(i + 8, part);
+    }
+}
+
+// Horizontal: H = S x T_h for the warp's 16 columns (cb), the hi and lo taps
+// in separate sums (shorter MMA chains), kept as fp16 hi and lo planes.
+template <class L, int SX>
+__device__ __forceinline__ void horizontal_pass(const __half* staged, __half* h_hi, __half* h_lo,
+                                                const uint32_t (&bt)[SX][2][2][2], int staged_col, int cb,
+                                                int lane_row, int lane_col, int g, int t) {
+#pragma unroll
+  for (int rb = 0; rb < L::kRows / 16; ++rb) {
+    float acc[2][2][4] = {};  // [n half][hi, lo taps]
+#pragma unroll
+    for (int s = 0; s < SX; ++s) {
+      uint32_t a[4];
+      load_block(a, staged + (16 * rb + lane_row) * L::kSPitch + staged_col + 16 * s + lane_col);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int part = 0; part < 2; ++part) mma(acc[h][part], a, bt[s][h][part][0], bt[s][h][part][1]);
+    }
+    // This lane's results: rows g and g + 8, columns 8h + 2t and + 1.
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float v0 = acc[h][0][2 * e] + acc[h][1][2 * e], v1 = acc[h][0][2 * e + 1] + acc[h][1][2 * e + 1];
+        const __half2 hi = __floats2half2_rn(v0, v1);
+        const float2 f = __half22float2(hi);
+        const int i = (16 * rb + g + 8 * e) * L::kHPitch + 16 * cb + 8 * h + 2 * t;
+        *reinterpret_cast<__half2*>(h_hi + i) = hi;
+        *reinterpret_cast<__half2*>(h_lo + i) = __floats2half2_rn(v0 - f.x, v1 - f.y);
+      }
+  }
+}
+
+// Vertical: out = T_v x H for the warp's 16 columns, taps hi x H hi, taps lo
+// x H hi and taps hi x H lo, summed apart (shorter MMA chains), or on pairs
+// in one sum (fewer registers, a chain three times as long; see kMinBlocks);
+// plus the staging's bias, rounded into the output tile.
+template <class L, int SY, int C>
+__device__ __forceinline__ void vertical_pass(const __half* h_hi, const __half* h_lo, uint8_t* out,
+                                              const uint32_t (&at)[SY][2][4], const Taps& taps, int cb, int lane_row,
+                                              int lane_col, int g, int t) {
+  constexpr bool kOneSum = C == 2;
+  constexpr int kSums = kOneSum ? 1 : 3;
+#pragma unroll
+  for (int ob = 0; ob < kTileH / 16; ++ob) {
+    float acc[2][kSums][4] = {};
+#pragma unroll
+    for (int s = 0; s < SY; ++s) {
+      // b[0], b[1]: columns 0-7's fragment; b[2], b[3]: columns 8-15's.
+      uint32_t bh[4], bl[4];
+      const int i = (16 * (ob + s) + lane_row) * L::kHPitch + 16 * cb + lane_col;
+      load_block<true>(bh, h_hi + i);
+      load_block<true>(bl, h_lo + i);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        mma(acc[h][0], at[s][0], bh[2 * h], bh[2 * h + 1]);
+        mma(acc[h][1 % kSums], at[s][1], bh[2 * h], bh[2 * h + 1]);
+        mma(acc[h][2 % kSums], at[s][0], bl[2 * h], bl[2 * h + 1]);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float v[2];
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          v[q] = acc[h][0][2 * e + q];
+#pragma unroll
+          for (int p = 1; p < kSums; ++p) v[q] += acc[h][p][2 * e + q];
+          v[q] += taps.bias;
+        }
+        const uint32_t b = round_clamp<uint8_t>(v[0]) | uint32_t{round_clamp<uint8_t>(v[1])} << 8;
+        *reinterpret_cast<uint16_t*>(out + (16 * ob + g + 8 * e) * L::kOutPitch + 16 * cb + 8 * h + 2 * t) =
+            static_cast<uint16_t>(b);
+      }
+  }
+}
+
+// Chunk (row, c) of the output tile: 16 bytes (pairs: U's and V's 8 pixels
+// interleaved again; the output tile holds U's 64 pixels, then V's).
+template <class L, int C>
+__device__ __forceinline__ uint4 output_chunk(const uint8_t* out, int row, int c) {
+  if constexpr (C == 1) {
+    return *reinterpret_cast<const uint4*>(out + row * L::kOutPitch + c);
+  } else {
+    const uint2 u = *reinterpret_cast<const uint2*>(out + row * L::kOutPitch + c / 2);
+    const uint2 w = *reinterpret_cast<const uint2*>(out + row * L::kOutPitch + kTileW / 2 + c / 2);
+    return make_uint4(__byte_perm(u.x, w.x, 0x5140), __byte_perm(u.x, w.x, 0x7362), __byte_perm(u.y, w.y, 0x5140),
+                      __byte_perm(u.y, w.y, 0x7362));
+  }
+}
+
+// C: 1, or 2 interleaved channels (staged apart, interleaved again at the
+// store). Lays out shared memory, splits the taps into fragments, then runs
+// its tiles: stage, load the next, the two passes, store.
 template <int SX, int SY, int C>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(const uint8_t* __restrict__ src, std::ptrdiff_t sp,
                                                          uint8_t* __restrict__ dst, std::ptrdiff_t dp, int width,
@@ -292,34 +421,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(
   split_taps(taps.x, 2 * taps.rx + 1, tx.hi, tx.lo, kTapLen<SX>, tid);
   split_taps(taps.y, 2 * taps.ry + 1, ty.hi, ty.lo, kTapLen<SY>, tid);
   __syncthreads();
-
-  // Horizontal B fragments of the taps: element (k, n) of step s, half h is
-  // x[16 s + k - n - 8 h - x_offset]; this lane holds k = 2t, 2t+1 (b0) and
-  // 2t+8, 2t+9 (b1), n = g.
   uint32_t bt[SX][2][2][2];  // [step][n half][hi, lo][b0, b1]
-#pragma unroll
-  for (int s = 0; s < SX; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int part = 0; part < 2; ++part) {
-        const int i = 16 * s + 2 * t - g - 8 * h - taps.x_offset;
-        bt[s][h][part][0] = tx.pair(i, part);
-        bt[s][h][part][1] = tx.pair(i + 8, part);
-      }
-  // Vertical A fragments: element (m, k) of step s is y[16 s + k - m]; this
-  // lane holds (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..), the last
-  // equal to the first.
+  horizontal_fragments<SX>(bt, tx, taps, g, t);
   uint32_t at[SY][2][4];  // [step][hi, lo][a0..a3]
-#pragma unroll
-  for (int s = 0; s < SY; ++s)
-#pragma unroll
-    for (int part = 0; part < 2; ++part) {
-      const int i = 16 * s + 2 * t - g;
-      at[s][part][0] = at[s][part][3] = ty.pair(i, part);
-      at[s][part][1] = ty.pair(i - 8, part);
-      at[s][part][2] = ty.pair(i + 8, part);
-    }
+  vertical_fragments<SY>(at, ty, g, t);
 
   for (; tile < tiles; tile += gridDim.x) {
     const int x0 = tile % tiles_x * kTileW, y0 = tile / tiles_x * kTileH;
@@ -329,81 +434,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(
     if (following < tiles)
       next.load(src, sp, width, height, following % tiles_x * kTileW, following / tiles_x * kTileH, taps.rx, taps.ry,
                 vector_in, tid);
-
-    // Horizontal: the hi and lo taps in separate sums (shorter MMA chains).
-#pragma unroll
-    for (int rb = 0; rb < L::kRows / 16; ++rb) {
-      float acc[2][2][4] = {};  // [n half][hi, lo taps]
-#pragma unroll
-      for (int s = 0; s < SX; ++s) {
-        uint32_t a[4];
-        load_block(a, staged + (16 * rb + lane_row) * L::kSPitch + staged_col + 16 * s + lane_col);
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int part = 0; part < 2; ++part) mma(acc[h][part], a, bt[s][h][part][0], bt[s][h][part][1]);
-      }
-      // This lane's results: rows g and g + 8, columns 8h + 2t and + 1.
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float v0 = acc[h][0][2 * e] + acc[h][1][2 * e], v1 = acc[h][0][2 * e + 1] + acc[h][1][2 * e + 1];
-          const __half2 hi = __floats2half2_rn(v0, v1);
-          const float2 f = __half22float2(hi);
-          const int i = (16 * rb + g + 8 * e) * L::kHPitch + 16 * cb + 8 * h + 2 * t;
-          *reinterpret_cast<__half2*>(h_hi + i) = hi;
-          *reinterpret_cast<__half2*>(h_lo + i) = __floats2half2_rn(v0 - f.x, v1 - f.y);
-        }
-    }
+    horizontal_pass<L, SX>(staged, h_hi, h_lo, bt, staged_col, cb, lane_row, lane_col, g, t);
     __syncthreads();  // every warp is done with the staged source: the output tile takes its place
-
-    // Vertical: taps hi x H hi, taps lo x H hi and taps hi x H lo, summed
-    // apart (shorter MMA chains), or on pairs in one sum (fewer registers, a
-    // chain three times as long; see kMinBlocks).
-    constexpr bool kOneSum = C == 2;
-    constexpr int kSums = kOneSum ? 1 : 3;
-#pragma unroll
-    for (int ob = 0; ob < kTileH / 16; ++ob) {
-      float acc[2][kSums][4] = {};
-#pragma unroll
-      for (int s = 0; s < SY; ++s) {
-        // b[0], b[1]: columns 0-7's fragment; b[2], b[3]: columns 8-15's.
-        uint32_t bh[4], bl[4];
-        const int i = (16 * (ob + s) + lane_row) * L::kHPitch + 16 * cb + lane_col;
-        load_block<true>(bh, h_hi + i);
-        load_block<true>(bl, h_lo + i);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          mma(acc[h][0], at[s][0], bh[2 * h], bh[2 * h + 1]);
-          mma(acc[h][1 % kSums], at[s][1], bh[2 * h], bh[2 * h + 1]);
-          mma(acc[h][2 % kSums], at[s][0], bl[2 * h], bl[2 * h + 1]);
-        }
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float v[2];
-#pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            v[q] = acc[h][0][2 * e + q];
-#pragma unroll
-            for (int p = 1; p < kSums; ++p) v[q] += acc[h][p][2 * e + q];
-            v[q] += taps.bias;
-          }
-          const uint32_t b = round_clamp<uint8_t>(v[0]) | uint32_t{round_clamp<uint8_t>(v[1])} << 8;
-          *reinterpret_cast<uint16_t*>(out + (16 * ob + g + 8 * e) * L::kOutPitch + 16 * cb + 8 * h + 2 * t) =
-              static_cast<uint16_t>(b);
-        }
-    }
+    vertical_pass<L, SY, C>(h_hi, h_lo, out, at, taps, cb, lane_row, lane_col, g, t);
     __syncthreads();
     if (following < tiles)  // the last partial round, if any
       next.template load<Tile<L, C>::kEarly, Tile<L, C>::kPer>(src, sp, width, height, following % tiles_x * kTileW,
                                                              following / tiles_x * kTileH, taps.rx, taps.ry,
                                                              vector_in, tid);
-
-    // Store the tile, 16 bytes per thread and step (pairs: interleaved again).
+    // Store the tile, 16 bytes per thread and step. (The stores stay in the
+    // kernel: as a function of their own they changed the compiled code.)
     constexpr int kChunksPerRow = kTileW / 16;
 #pragma unroll
     for (int k = tid; k < kTileH * kChunksPerRow; k += kThreads) {
@@ -411,14 +451,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<SX, SY, C>) gauss_tensor(
       const int y = y0 + row, x = x0 + c;
       if (y >= height || x >= width) continue;
       uint4 v;
-      if constexpr (C == 1) {
-        v = *reinterpret_cast<const uint4*>(out + row * L::kOutPitch + c);
-      } else {  // the output tile holds U's 64 pixels, then V's: 8 of each, interleaved
-        const uint2 u = *reinterpret_cast<const uint2*>(out + row * L::kOutPitch + c / 2);
-        const uint2 w = *reinterpret_cast<const uint2*>(out + row * L::kOutPitch + kTileW / 2 + c / 2);
-        v = make_uint4(__byte_perm(u.x, w.x, 0x5140), __byte_perm(u.x, w.x, 0x7362), __byte_perm(u.y, w.y, 0x5140),
-                       __byte_perm(u.y, w.y, 0x7362));
-      }
+      v = output_chunk<L, C>(out, row, c);
       uint8_t* d = row_ptr(dst, dp, y) + x;
       if (vector_out && x + 16 <= width) {
         *reinterpret_cast<uint4*>(d) = v;

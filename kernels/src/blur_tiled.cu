@@ -167,65 +167,60 @@ std::size_t shared_bytes(int halo_x, int rows_in, std::size_t acc_bytes, int pad
   return tile_bytes<T>(halo_x, rows_in, pad) + static_cast<std::size_t>(rows_in) * kTileW * acc_bytes;
 }
 
-template <class T, int R, int TH, int kMinBlocks = 1>
-__global__ void __launch_bounds__(kThreadsX * kThreadsY, kMinBlocks)
-gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
-            int width, int height, const Taps<R> taps, bool vector_io, int shift) {
+// The 8-bit Gaussian's horizontal pass, integer dot products on the packed
+// bytes, two taps per DP2A (16-bit fixed-point weight pairs by two adjacent
+// samples), so no sample is converted to float: output j's pair m holds
+// window samples i = kFirst + j + 2m and i + 1, the low or high half of word
+// i / 4 (i even) or of the word shifted by one sample (i odd). Exact integer
+// sums below 255 * 2^15 < 2^23, then one conversion to float per output.
+// Outputs at tile columns c..c+3 need samples [c - R, c + 3 + R], read as
+// aligned groups of 4 from column c - kHalo.
+template <class T, int R, int TH>
+__device__ __forceinline__ void gauss_rows_dp2a(const T* tile, float* hsum, const Taps<R>& taps, int c) {
   constexpr int kHalo = align4(R);
   constexpr int kRowsIn = TH + 2 * R;
   constexpr int kStride = tile_stride<T>(kHalo);
-  constexpr int kRowsPerThread = TH / kThreadsY;
-  extern __shared__ float4 smem4[];
-  T* tile = reinterpret_cast<T*>(smem4);
-  float* hsum =
-      reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(smem4) + tile_bytes<T>(kHalo, kRowsIn, kGaussTilePad));
-  const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * TH;
-  load_tile<T, (R <= 4 ? 1 : 8)>(src, src_pitch, width, height, x0, y0, kRowsIn, kHalo, R, kStride, vector_io, tile);
-  __syncthreads();
+  constexpr int kFirst = kHalo - R;  // offset of sample c - R in the loaded window
+  // Words through the one holding sample kFirst + 2R + 4 (output 3's tap
+  // 2R + 1, weight 0), and one more for the shifted word of sample
+  // kFirst + 2R + 3: odd[(kFirst + 2R + 3) / 4] takes w[that + 1].
+  constexpr int kWords = (kFirst + 2 * R + 3) / 4 + 2;
+  for (int r = threadIdx.y; r < kRowsIn; r += kThreadsY) {
+    const uint32_t* t = reinterpret_cast<const uint32_t*>(tile + r * kStride + c);
+    uint32_t w[kWords], odd[kWords - 1];
+#pragma unroll
+    for (int g = 0; g < kWords; ++g) w[g] = t[g];
+#pragma unroll
+    for (int g = 0; g + 1 < kWords; ++g) odd[g] = __funnelshift_r(w[g], w[g + 1], 8);  // samples 4g+1 .. 4g+4
+    float out[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      uint32_t acc = 0;
+#pragma unroll
+      for (int m = 0; m <= R; ++m) {
+        const int i = kFirst + j + 2 * m;
+        if (i % 4 == 0) acc = __dp2a_lo(taps.xq[m], w[i / 4], acc);
+        else if (i % 4 == 2) acc = __dp2a_hi(taps.xq[m], w[i / 4], acc);
+        else if (i % 4 == 1) acc = __dp2a_lo(taps.xq[m], odd[i / 4], acc);
+        else acc = __dp2a_hi(taps.xq[m], odd[i / 4], acc);
+      }
+      out[j] = __uint2float_rn(acc);  // exact: below 2^24
+    }
+    *reinterpret_cast<float4*>(hsum + r * kTileW + c) = make_float4(out[0], out[1], out[2], out[3]);
+  }
+}
 
-  // Horizontal: outputs at tile columns c..c+3 need samples [c - R, c + 3 + R],
-  // read as aligned groups of 4 from column c - kHalo.
+// The 16-bit Gaussian's horizontal pass, in floats. A sample shift (P010):
+// the staged samples with their low bits cleared are 2^shift times the
+// values, and the horizontal taps come 2^-shift times the weights
+// (gauss_taps), so the sums are the values' exactly.
+template <class T, int R, int TH>
+__device__ __forceinline__ void gauss_rows_float(const T* tile, float* hsum, const Taps<R>& taps, int c, int shift) {
+  constexpr int kHalo = align4(R);
+  constexpr int kRowsIn = TH + 2 * R;
+  constexpr int kStride = tile_stride<T>(kHalo);
   constexpr int kFirst = kHalo - R;  // offset of sample c - R in the loaded window
   constexpr int kGroups = (kFirst + 2 * R + 4 + 3) / 4;
-  const int c = threadIdx.x * 4;
-  if constexpr (sizeof(T) == 1) {
-    // 8-bit: integer dot products on the packed bytes, two taps per DP2A
-    // (16-bit fixed-point weight pairs by two adjacent samples), so no sample
-    // is converted to float: output j's pair m holds window samples
-    // i = kFirst + j + 2m and i + 1, the low or high half of word i / 4
-    // (i even) or of the word shifted by one sample (i odd). Exact integer
-    // sums below 255 * 2^15 < 2^23, then one conversion to float per output.
-    // Words through the one holding sample kFirst + 2R + 4 (output 3's tap
-    // 2R + 1, weight 0), and one more for the shifted word of sample
-    // kFirst + 2R + 3: odd[(kFirst + 2R + 3) / 4] takes w[that + 1].
-    constexpr int kWords = (kFirst + 2 * R + 3) / 4 + 2;
-    for (int r = threadIdx.y; r < kRowsIn; r += kThreadsY) {
-      const uint32_t* t = reinterpret_cast<const uint32_t*>(tile + r * kStride + c);
-      uint32_t w[kWords], odd[kWords - 1];
-#pragma unroll
-      for (int g = 0; g < kWords; ++g) w[g] = t[g];
-#pragma unroll
-      for (int g = 0; g + 1 < kWords; ++g) odd[g] = __funnelshift_r(w[g], w[g + 1], 8);  // samples 4g+1 .. 4g+4
-      float out[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        uint32_t acc = 0;
-#pragma unroll
-        for (int m = 0; m <= R; ++m) {
-          const int i = kFirst + j + 2 * m;
-          if (i % 4 == 0) acc = __dp2a_lo(taps.xq[m], w[i / 4], acc);
-          else if (i % 4 == 2) acc = __dp2a_hi(taps.xq[m], w[i / 4], acc);
-          else if (i % 4 == 1) acc = __dp2a_lo(taps.xq[m], odd[i / 4], acc);
-          else acc = __dp2a_hi(taps.xq[m], odd[i / 4], acc);
-        }
-        out[j] = __uint2float_rn(acc);  // exact: below 2^24
-      }
-      *reinterpret_cast<float4*>(hsum + r * kTileW + c) = make_float4(out[0], out[1], out[2], out[3]);
-    }
-  } else {
-  // A sample shift (P010): the staged samples with their low bits cleared
-  // are 2^shift times the values, and the horizontal taps come 2^-shift
-  // times the weights (gauss_taps), so the sums are the values' exactly.
   const uint32_t keep = (0xFFFFu >> shift << shift) * 0x10001u;
   for (int r = threadIdx.y; r < kRowsIn; r += kThreadsY) {
     const T* t = tile + r * kStride + c;  // column c - kHalo of the source window
@@ -246,12 +241,13 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
     }
     *reinterpret_cast<float4*>(hsum + r * kTileW + c) = make_float4(acc[0], acc[1], acc[2], acc[3]);
   }
-  }
-  __syncthreads();
+}
 
-  // Vertical: 4 columns x kRowsPerThread consecutive rows per thread.
-  const int r0 = threadIdx.y * kRowsPerThread;
-  float acc[kRowsPerThread][4];
+// The vertical pass: 4 columns (from c) x kRowsPerThread consecutive rows
+// (from r0) per thread, over the horizontal sums.
+template <int R, int kRowsPerThread>
+__device__ __forceinline__ void gauss_columns(const float* hsum, const Taps<R>& taps, int r0, int c,
+                                              float (&acc)[kRowsPerThread][4]) {
 #pragma unroll
   for (int j = 0; j < kRowsPerThread; ++j)
 #pragma unroll
@@ -270,6 +266,13 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
       }
     }
   }
+}
+
+// The thread's outputs, rounded, shifted up and stored 4 at a time.
+template <class T, int kRowsPerThread>
+__device__ __forceinline__ void store_gauss_rows(T* __restrict__ dst, std::ptrdiff_t dst_pitch, int width, int height,
+                                                 int x0, int y0, int r0, int c, const float (&acc)[kRowsPerThread][4],
+                                                 bool vector_io, int shift) {
   const bool full = vector_io && x0 + kTileW <= width;
 #pragma unroll
   for (int j = 0; j < kRowsPerThread; ++j) {
@@ -280,6 +283,35 @@ gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__
     for (int q = 0; q < 4; ++q) o[q] = to_high_bits(round_clamp<T>(acc[j][q]), shift);
     store4<T>(row_at(dst, dst_pitch, y), x0 + c, width, o, full);
   }
+}
+
+// Stages the tile, runs the horizontal pass into shared memory, then the
+// vertical pass and the stores.
+template <class T, int R, int TH, int kMinBlocks = 1>
+__global__ void __launch_bounds__(kThreadsX * kThreadsY, kMinBlocks)
+gauss_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
+            int width, int height, const Taps<R> taps, bool vector_io, int shift) {
+  constexpr int kHalo = align4(R);
+  constexpr int kRowsIn = TH + 2 * R;
+  constexpr int kStride = tile_stride<T>(kHalo);
+  constexpr int kRowsPerThread = TH / kThreadsY;
+  extern __shared__ float4 smem4[];
+  T* tile = reinterpret_cast<T*>(smem4);
+  float* hsum =
+      reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(smem4) + tile_bytes<T>(kHalo, kRowsIn, kGaussTilePad));
+  const int x0 = blockIdx.x * kTileW, y0 = blockIdx.y * TH;
+  load_tile<T, (R <= 4 ? 1 : 8)>(src, src_pitch, width, height, x0, y0, kRowsIn, kHalo, R, kStride, vector_io, tile);
+  __syncthreads();
+
+  const int c = threadIdx.x * 4;
+  if constexpr (sizeof(T) == 1) gauss_rows_dp2a<T, R, TH>(tile, hsum, taps, c);
+  else gauss_rows_float<T, R, TH>(tile, hsum, taps, c, shift);
+  __syncthreads();
+
+  const int r0 = threadIdx.y * kRowsPerThread;
+  float acc[kRowsPerThread][4];
+  gauss_columns<R, kRowsPerThread>(hsum, taps, r0, c, acc);
+  store_gauss_rows<T, kRowsPerThread>(dst, dst_pitch, width, height, x0, y0, r0, c, acc, vector_io, shift);
 }
 
 // Its own tile layout (no kGaussTilePad), which keeps the 8-bit kernel at 80

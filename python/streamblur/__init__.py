@@ -914,14 +914,10 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
 
     >>> stats = streamblur.process_video("in.mp4", "out.mp4", "gblur=sigma=2")
 
-    Ctrl-C (SIGINT, or any signal whose Python handler raises) stops the run
-    as the CLI's first Ctrl-C does, with or without ``progress``: reading
-    stops, the frames in flight are finished, ``dst`` is written as a playable
-    file holding the frames done so far (nothing is written when no frame was
-    done), and then KeyboardInterrupt (the handler's exception) is raised. The
-    call checks for signals about 20 times a second while the pipeline runs;
-    Python delivers signals to the main thread only, so a call from another
-    thread is not interrupted this way.
+    Ctrl-C (or any signal whose Python handler raises) stops the run as the
+    CLI's first Ctrl-C does: the frames in flight are finished, ``dst`` holds
+    the frames done so far (none: nothing is written), then the handler's
+    exception is raised. Signals reach the main thread only.
 
     Parameters
     ----------
@@ -934,9 +930,8 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
         (the default, as the command line without ``--vf``) or None: no
         filter, the video is decoded and encoded again.
     codec : str or None, optional
-        FFmpeg encoder name; None picks the container's own, as the command
-        line does (libx264 for mp4 and mkv, libvpx-vp9 for webm, the image
-        encoder for images).
+        FFmpeg encoder name; None: the container's own, as the command line
+        (libx264 for mp4 and mkv, libvpx-vp9 for webm).
     crf : int or None, optional
         The encoder's quality, 0 .. 63; None: its default.
     preset : str or None, optional
@@ -958,11 +953,9 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
         Frames in flight in the pipeline, 1 .. 64 (default 4); bounds memory.
     progress : callable or None, optional
         Called (from a pipeline thread, with the GIL) about four times a
-        second and once at the end with a dict: frames, total_estimate,
-        elapsed_s, fps, media_time_s, duration_s, final. An exception it
-        raises stops the run as Ctrl-C does (the frames already done are
-        written as a playable file; raised from the final call, the output is
-        complete) and is raised here.
+        second and at the end with a dict: frames, total_estimate, elapsed_s,
+        fps, media_time_s, duration_s, final. An exception it raises stops
+        the run as Ctrl-C does, and is raised here.
     start, duration : float, str or None, optional
         Trimming, as the CLI's -ss and -t: seconds (a number, or a str in
         ffmpeg's syntax such as ``'1:02.5'``); with ``start`` the output's
@@ -970,19 +963,15 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
     frames : int or None, optional
         At most this many frames, as the CLI's --frames.
     strict_regions : bool, optional
-        A regions file (``regions=FILE`` in ``vf``) that cannot match the
-        video (no boxes, frame keys past the last frame, pts keys that look
-        like milliseconds or frame numbers, no box on the picture, or no box
-        touching any frame by the end) is a warning on stderr by default; True
-        makes it a ValueError, and no ``dst`` is written (docs/regions.md).
+        A regions file in ``vf`` that cannot match the video (docs/regions.md)
+        is a warning on stderr by default; True makes it a ValueError, and no
+        ``dst`` is written.
 
     Returns
     -------
     dict
-        The run's statistics: frames, fps, wall_s, backend, decoder (``'cpu'``
-        or ``'nvdec'``), device (-1: none), gpu_memory_bytes, filters,
-        input_format, processing_format, bounding_stage, stages (busy/blocked
-        seconds per stage), ...
+        The run's statistics, the keys of the CLI's --stats-json (docs/cli.md):
+        frames, fps, wall_s, backend, decoder, filters, stages, ...
 
     Raises
     ------
@@ -993,10 +982,8 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
         A value out of range or a bad filter chain, before anything is opened;
         ``start < 0``, ``duration <= 0`` or ``frames < 1``; with
         ``strict_regions``, a regions file that cannot match the video.
-    FileNotFoundError
-        ``src`` does not exist.
-    FileExistsError
-        ``dst`` exists and ``overwrite`` is False.
+    FileNotFoundError, FileExistsError
+        ``src`` does not exist; ``dst`` exists and ``overwrite`` is False.
     RuntimeError
         The run failed: an unreadable input, an encoder error, a CUDA failure,
         a span holding no frame (nothing is written).
@@ -1308,6 +1295,26 @@ def _framework_device(array: str) -> int:
     return int(_ext.current_device()) if cuda_available() else 0
 
 
+def _frames_device(device, array, backend, hwdec, format):  # noqa: A002
+    """frames()'s device and array kind, defaults filled in and checked."""
+    if device is None:
+        device = "cuda" if cuda_available() and not format else "cpu"
+    _choice(device, "device", ("cuda", "cpu", None))
+    if device == "cuda":
+        if not cuda_available():
+            raise RuntimeError("frames(device='cuda'): no CUDA device is usable here; use device='cpu' or None")
+        if backend == "cpu" and hwdec == "nvdec":
+            raise ValueError("hwdec='nvdec' needs the CUDA backend (backend='auto' or 'cuda')")
+        if array is None:
+            array = _default_device_array()
+        _choice(array, "array", ("cupy", "torch"), "for device='cuda'")
+    else:
+        if array is None:
+            array = "numpy"
+        _choice(array, "array", ("numpy", "torch"), "for device='cpu'")
+    return device, array
+
+
 def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "auto", backend: str = "auto",
            inflight: int = 4, array: Optional[str] = None, format: Optional[str] = None,  # noqa: A002
            start: Any = None, duration: Any = None) -> FrameIterator:
@@ -1389,21 +1396,7 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
     duration = _time_seconds(duration, "duration")
     if duration is not None and duration <= 0:  # raised here, not from the first next()
         raise ValueError(f"duration must be more than 0 seconds, got {duration}")
-    if device is None:
-        device = "cuda" if cuda_available() and not format else "cpu"
-    _choice(device, "device", ("cuda", "cpu", None))
-    if device == "cuda":
-        if not cuda_available():
-            raise RuntimeError("frames(device='cuda'): no CUDA device is usable here; use device='cpu' or None")
-        if backend == "cpu" and hwdec == "nvdec":
-            raise ValueError("hwdec='nvdec' needs the CUDA backend (backend='auto' or 'cuda')")
-        if array is None:
-            array = _default_device_array()
-        _choice(array, "array", ("cupy", "torch"), "for device='cuda'")
-    else:
-        if array is None:
-            array = "numpy"
-        _choice(array, "array", ("numpy", "torch"), "for device='cpu'")
+    device, array = _frames_device(device, array, backend, hwdec, format)
     if vf:
         _ext.check_chain(vf)  # ValueError for a bad chain, before anything starts
     _check_input_exists(path, "frames")

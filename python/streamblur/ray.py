@@ -161,6 +161,41 @@ def process_videos(inputs: Iterable[Any], outputs: Iterable[Any], vf: str = "",
     """
     ins = _paths(inputs, "inputs")
     outs = _paths(outputs, "outputs")
+    _check_pairs(ins, outs)
+    # vf, backend, hwdec, inflight: the checks streamblur.process_video makes, made once here.
+    vf = streamblur._check_video_args(vf, backend, hwdec, inflight, None)
+    _check_gpu_args(backend, gpus_per_job, ray_remote_args)
+    if vf:
+        streamblur.Chain(vf)  # a bad chain is one ValueError here, not one failure per file
+    if not ins:
+        return []
+
+    ray = _import_ray()
+    if not ray.is_initialized():
+        ray.init()
+    task_options = _task_options(ray, backend, gpus_per_job, max_retries, ray_remote_args)
+    run_options = {"crf": crf, "preset": preset, "hwdec": hwdec,
+                   "overwrite": bool(overwrite), "inflight": int(inflight)}
+
+    remote = ray.remote(_run_one)
+    refs = []
+    try:
+        for src, dst in zip(ins, outs):
+            name = f"streamblur:{os.path.basename(src) or src}"
+            refs.append(remote.options(name=name, **task_options).remote(src, dst, vf, codec, backend, run_options))
+        return [_result(ray, src, dst, ref) for src, dst, ref in zip(ins, outs, refs)]
+    except BaseException:
+        # Ctrl-C or a failure of Ray itself: don't leave the remaining files running.
+        for ref in refs:
+            try:
+                ray.cancel(ref)
+            except Exception:  # noqa: BLE001 (finished or already gone)
+                pass
+        raise
+
+
+def _check_pairs(ins, outs):
+    """As many outputs as inputs, each output once, none of them an input (ValueError)."""
     if len(ins) != len(outs):
         raise ValueError(f"process_videos: {len(ins)} inputs but {len(outs)} outputs")
     seen = {}
@@ -172,8 +207,10 @@ def process_videos(inputs: Iterable[Any], outputs: Iterable[Any], vf: str = "",
     for src in ins:
         if _same_file_key(src) in seen:
             raise ValueError(f"process_videos: '{src}' is both an input and an output")
-    # vf, backend, hwdec, inflight: the checks streamblur.process_video makes, made once here.
-    vf = streamblur._check_video_args(vf, backend, hwdec, inflight, None)
+
+
+def _check_gpu_args(backend, gpus_per_job, ray_remote_args):
+    """gpus_per_job a number Ray takes, and one above 0 for backend='cuda'; ray_remote_args a dict."""
     if isinstance(gpus_per_job, bool) or not isinstance(gpus_per_job, (int, float)):
         raise TypeError(f"gpus_per_job must be a number, got {type(gpus_per_job).__name__}")
     if not math.isfinite(gpus_per_job) or gpus_per_job < 0:
@@ -184,15 +221,10 @@ def process_videos(inputs: Iterable[Any], outputs: Iterable[Any], vf: str = "",
         raise ValueError("backend='cuda' needs gpus_per_job > 0 (the GPU share Ray reserves for each file)")
     if ray_remote_args is not None and not isinstance(ray_remote_args, dict):
         raise TypeError(f"ray_remote_args must be a dict, got {type(ray_remote_args).__name__}")
-    if vf:
-        streamblur.Chain(vf)  # a bad chain is one ValueError here, not one failure per file
-    if not ins:
-        return []
 
-    ray = _import_ray()
-    if not ray.is_initialized():
-        ray.init()
 
+def _task_options(ray, backend, gpus_per_job, max_retries, ray_remote_args):
+    """The .options(...) of every task: one CPU, the GPU share (none for the CPU backend or a cluster without GPUs)."""
     num_gpus = 0 if backend == "cpu" else gpus_per_job
     if backend == "auto" and num_gpus > 0 and ray.cluster_resources().get("GPU", 0) <= 0:
         num_gpus = 0  # no GPU anywhere: the task would never be placed
@@ -200,32 +232,16 @@ def process_videos(inputs: Iterable[Any], outputs: Iterable[Any], vf: str = "",
     if max_retries is not None:
         task_options["max_retries"] = int(max_retries)
     task_options.update(ray_remote_args or {})
-    run_options = {"crf": crf, "preset": preset, "hwdec": hwdec,
-                   "overwrite": bool(overwrite), "inflight": int(inflight)}
+    return task_options
 
-    remote = ray.remote(_run_one)
-    refs = []
+
+def _result(ray, src, dst, ref):
+    """One file's dict: its statistics and where it ran, or its failure."""
     try:
-        for src, dst in zip(ins, outs):
-            name = f"streamblur:{os.path.basename(src) or src}"
-            refs.append(remote.options(name=name, **task_options).remote(src, dst, vf, codec, backend, run_options))
-        results = []
-        for src, dst, ref in zip(ins, outs, refs):
-            try:
-                done = ray.get(ref)
-            except ray.exceptions.RayError as e:
-                results.append(_failure(src, dst, e, ray))
-                continue
-            result = {"input": src, "output": dst, "ok": True}
-            result.update({k: v for k, v in done["stats"].items() if k not in result})
-            result.update(node=done["node"], hostname=done["hostname"], gpu_ids=done["gpu_ids"])
-            results.append(result)
-        return results
-    except BaseException:
-        # Ctrl-C or a failure of Ray itself: don't leave the remaining files running.
-        for ref in refs:
-            try:
-                ray.cancel(ref)
-            except Exception:  # noqa: BLE001 (finished or already gone)
-                pass
-        raise
+        done = ray.get(ref)
+    except ray.exceptions.RayError as e:
+        return _failure(src, dst, e, ray)
+    result = {"input": src, "output": dst, "ok": True}
+    result.update({k: v for k, v in done["stats"].items() if k not in result})
+    result.update(node=done["node"], hostname=done["hostname"], gpu_ids=done["gpu_ids"])
+    return result
