@@ -259,12 +259,14 @@ std::vector<FfmpegJob> PipelineBench::ffmpeg_jobs(const ClipSpec& clip) const {
   const std::string in = "-i '" + clip.path + "' -an ";  // -an: builds without audio encoders work too
   const std::string enc = "-c:v " + opt_.codec + (opt_.preset.empty() ? "" : " -preset " + opt_.preset) + " '" + out_path_ + "'";
   const std::string hw = "-hwaccel cuda ";  // decoded surfaces are downloaded for the CPU encoder
-  // FFmpeg's gblur/boxblur take sigma / radius like ours; its chain is the same work.
+  // The same work as opt_'s defaults: gblur's sigma is in each plane's pixels in both;
+  // boxblur=radius=3 on 4:2:0 is FFmpeg's boxblur=3:1:2:1 (luma radius 3, chroma
+  // radius 2, one pass each).
   std::vector<FfmpegJob> jobs = {
       {"decode", "cpu", in + "-f null -", "decode"},
       {"transcode", "cpu", in + enc, "decode"},
       {"gblur-transcode", "cpu", in + "-vf gblur=sigma=2 " + enc, "transcode"},
-      {"chain-null", "cpu", in + "-vf gblur=sigma=2,boxblur=3 -f null -", "decode"},
+      {"chain-null", "cpu", in + "-vf gblur=sigma=2,boxblur=3:1:2:1 -f null -", "decode"},
   };
   if (!opt_.ffmpeg_filters) jobs.resize(2);  // the filtered ones take longest (4K chain: about 10 frames/s)
   if (nvdec_) {

@@ -7,7 +7,8 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 pkgs=(cmake ninja-build pkg-config g++ libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
-      libtbb-dev libhwy-dev libgtest-dev libcli11-dev nlohmann-json3-dev python3-pip clang libclang-rt-dev)
+      libtbb-dev libhwy-dev libgtest-dev libcli11-dev nlohmann-json3-dev python3-pip clang libclang-rt-dev
+      ffmpeg)  # ffmpeg: the program, for python/tests/test_ffmpeg_compat.py
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

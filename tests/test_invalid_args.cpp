@@ -77,14 +77,14 @@ struct ChainRow {
 const std::string kLong(100, 'x');
 
 const std::vector<ChainRow> kChainRows = {
-    {"unknown filter", "sharpen=3", "unknown filter 'sharpen' (see --list-filters)"},
-    {"unknown filter after a good one", "gblur,blur", "unknown filter 'blur' (see --list-filters)"},
-    {"long name shortened", kLong, "unknown filter '" + kLong.substr(0, 40) + "'... (100 characters) (see --list-filters)"},
+    {"unknown filter", "sharpen=3", "unknown filter 'sharpen' (filters: gblur, boxblur, unsharp, pixelate)"},
+    {"unknown filter after a good one", "gblur,blur", "unknown filter 'blur' (filters: gblur, boxblur, unsharp, pixelate)"},
+    {"long name shortened", kLong, "unknown filter '" + kLong.substr(0, 40) + "'... (100 characters) (filters: gblur, boxblur, unsharp, pixelate)"},
     {"control bytes escaped", "gblur=sigma=a\nb\t\xff", "gblur: option 'sigma' needs a number, got 'a\\nb\\t\\xff'"},
     // Text is UTF-8: valid sequences are shown as they are; bytes that form
     // none, overlong forms, surrogates and C1 controls stay escaped.
     {"utf8 kept", "gblur=sigma=\xc3\xa9t\xc3\xa9", "gblur: option 'sigma' needs a number, got '\xc3\xa9t\xc3\xa9'"},
-    {"utf8 four bytes kept", "flou\xf0\x9f\x98\x80", "unknown filter 'flou\xf0\x9f\x98\x80' (see --list-filters)"},
+    {"utf8 four bytes kept", "flou\xf0\x9f\x98\x80", "unknown filter 'flou\xf0\x9f\x98\x80' (filters: gblur, boxblur, unsharp, pixelate)"},
     {"utf8 cut sequence escaped", "gblur=sigma=\xc3(", "gblur: option 'sigma' needs a number, got '\\xc3('"},
     {"utf8 overlong escaped", "gblur=sigma=\xc0\xaf", "gblur: option 'sigma' needs a number, got '\\xc0\\xaf'"},
     {"utf8 surrogate escaped", "gblur=sigma=\xed\xa0\x80",
@@ -93,7 +93,7 @@ const std::vector<ChainRow> kChainRows = {
      "filter chain 'gblur=sigma=\\xc2\\x85' has a control character (\\xc2\\x85) at byte 13: only text, spaces, "
      "tabs and line breaks are allowed"},
     {"utf8 not cut inside a character", std::string(39, 'x') + "\xc3\xa9z",
-     "unknown filter '" + std::string(39, 'x') + "\xc3\xa9'... (42 characters) (see --list-filters)"},
+     "unknown filter '" + std::string(39, 'x') + "\xc3\xa9'... (42 characters) (filters: gblur, boxblur, unsharp, pixelate)"},
     // Control characters and NUL are refused wherever they are (a C string would end at the NUL).
     {"nul inside", std::string("gblur=sigma=2\0junk", 18),
      "filter chain 'gblur=sigma=2\\x00junk' has a control character (\\x00) at byte 14: only text, spaces, tabs and "
@@ -103,11 +103,14 @@ const std::vector<ChainRow> kChainRows = {
      "line breaks are allowed"},
     {"unterminated quote", "gblur=regions='faces.jsonl",
      "unterminated quote in filter chain 'gblur=regions='faces.jsonl': the ' at byte 15 has no closing '"},
-    {"unknown option", "gblur=size=3", "gblur: unknown option 'size' (see --help-filter gblur)"},
-    {"option of another filter", "boxblur=sigma=2", "boxblur: unknown option 'sigma' (see --help-filter boxblur)"},
+    {"unknown option", "gblur=size=3",
+     "gblur: unknown option 'size' (its options: sigma, steps, planes, sigmaV, radius, chroma_scale, fields)"},
+    {"option of another filter", "boxblur=sigma=2",
+     "boxblur: unknown option 'sigma' (its options: luma_radius (or lr), luma_power (or lp), chroma_radius (or cr), "
+     "chroma_power (or cp), alpha_radius (or ar), alpha_power (or ap), radius, planes, chroma_scale, fields)"},
     {"sigma above range", "gblur=sigma=500", "gblur: option 'sigma' value '500' is out of range [0.1, 100]"},
     {"sigma below range", "gblur=sigma=0.05", "gblur: option 'sigma' value '0.05' is out of range [0.1, 100]"},
-    {"radius below range", "boxblur=radius=-2", "boxblur: option 'radius' value '-2' is out of range [0, 4096]"},
+    {"radius below range", "boxblur=radius=-2", "boxblur: option 'radius' value '-2' is out of range [-1, 4096]"},
     {"gblur radius above range", "gblur=radius=1025",
      "gblur: option 'radius' value '1025' is out of range [-1, 1024]"},
     {"not a number", "gblur=sigma=big", "gblur: option 'sigma' needs a number, got 'big'"},
@@ -123,7 +126,7 @@ const std::vector<ChainRow> kChainRows = {
      "empty filter in chain 'gblur,,boxblur' (a ',' with nothing before or after it)"},
     {"empty filter at end", "gblur,", "empty filter in chain 'gblur,' (a ',' with nothing before or after it)"},
     {"positional after named", "gblur=sigma=2:3", "gblur: positional value '3' after a named option"},
-    {"too many values", "boxblur=1:y:1:0:5", "boxblur: too many values ('5')"},
+    {"too many values", "boxblur=1:1:1:1:1:1:5", "boxblur: too many values ('5')"},
     {"bad planes letters", "gblur=planes=xyz",
      "gblur: bad planes value 'xyz' (expected all, a subset of 'yuva', 'rgb', or a mask 0..15)"},
     {"bad planes mask", "boxblur=planes=16",
@@ -181,12 +184,12 @@ TEST_P(InvalidChain, ParserSaysExactly) {
 INSTANTIATE_TEST_SUITE_P(Rows, InvalidChain, testing::ValuesIn(kChainRows), row_name<ChainRow>);
 
 TEST(InvalidHelpFilter, UnknownName) {
-  EXPECT_EQ(error_of([] { filter_help("sharpen"); }), "unknown filter 'sharpen' (see --list-filters)");
-  EXPECT_EQ(error_of([] { filter_help(""); }), "unknown filter '' (see --list-filters)");
+  EXPECT_EQ(error_of([] { filter_help("sharpen"); }), "unknown filter 'sharpen' (filters: gblur, boxblur, unsharp, pixelate)");
+  EXPECT_EQ(error_of([] { filter_help(""); }), "unknown filter '' (filters: gblur, boxblur, unsharp, pixelate)");
   // UTF-8 as it is; C1 controls and the line and paragraph separators escaped (the message stays one line).
-  EXPECT_EQ(error_of([] { filter_help("fl\xc3\xbb"); }), "unknown filter 'fl\xc3\xbb' (see --list-filters)");
+  EXPECT_EQ(error_of([] { filter_help("fl\xc3\xbb"); }), "unknown filter 'fl\xc3\xbb' (filters: gblur, boxblur, unsharp, pixelate)");
   EXPECT_EQ(error_of([] { filter_help("a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xa9"); }),
-            "unknown filter 'a\\xc2\\x85b\\xe2\\x80\\xa8c\\xe2\\x80\\xa9' (see --list-filters)");
+            "unknown filter 'a\\xc2\\x85b\\xe2\\x80\\xa8c\\xe2\\x80\\xa9' (filters: gblur, boxblur, unsharp, pixelate)");
 }
 
 // ---------------------------------------------------------------------------
@@ -365,11 +368,11 @@ const std::vector<CliRow> kCliRows = {
     {"encoder opt without key", {"{in}", "{out}", "--encoder-opt", "=1"}, 2,
      "streamblur: error: --encoder-opt needs key=value, got '=1'"},
     {"unknown filter", {"{in}", "{out}", "--vf", "sharpen=3"}, 1,
-     "streamblur: error: unknown filter 'sharpen' (see --list-filters)"},
+     "streamblur: error: unknown filter 'sharpen' (filters: gblur, boxblur, unsharp, pixelate)"},
     {"filter value out of range", {"{in}", "{out}", "--vf", "gblur=sigma=0"}, 1,
      "streamblur: error: gblur: option 'sigma' value '0' is out of range [0.1, 100]"},
     {"help for unknown filter", {"--help-filter", "sharpen"}, 1,
-     "streamblur: error: unknown filter 'sharpen' (see --list-filters)"},
+     "streamblur: error: unknown filter 'sharpen' (filters: gblur, boxblur, unsharp, pixelate)"},
     {"output is the input", {"{in}", "{in}", "-y"}, 1,
      "streamblur: error: output '{in}' is the input file; choose another output"},
     {"nvdec on the cpu backend", {"{in}", "{out}", "--backend", "cpu", "--hwdec", "nvdec"}, 1,

@@ -269,47 +269,97 @@ TEST(FilterSpec, Defaults) {
   EXPECT_DOUBLE_EQ(chain[0].values.at("sigma"), 0.5);
   EXPECT_DOUBLE_EQ(chain[0].values.at("radius"), -1);
   EXPECT_DOUBLE_EQ(chain[0].values.at("sigmaV"), -1);
-  EXPECT_DOUBLE_EQ(chain[0].values.at("chroma_scale"), 1);
+  EXPECT_DOUBLE_EQ(chain[0].values.at("chroma_scale"), 0);  // FFmpeg's: sigma in each plane's own pixels
   EXPECT_EQ(static_cast<unsigned>(chain[0].values.at("planes")), kCompY | kCompU | kCompV | kCompA | kCompRGB);
   EXPECT_EQ(chain[1].info->name, "boxblur");
-  EXPECT_DOUBLE_EQ(chain[1].values.at("radius"), 2);
+  EXPECT_DOUBLE_EQ(chain[1].values.at("luma_radius"), 2);  // FFmpeg's boxblur defaults: 2:2
+  EXPECT_DOUBLE_EQ(chain[1].values.at("luma_power"), 2);
+  EXPECT_DOUBLE_EQ(chain[1].values.at("radius"), -1);  // streamblur's one-pass mode: off
+  EXPECT_TRUE(chain[0].given.empty());
   // Every option of the table is present, defaults filled in.
   for (const auto& inst : chain)
     for (const OptionSpec& o : inst.info->options) EXPECT_EQ(inst.values.count(o.name), 1u) << o.name;
 }
 
+// Values without a name fill the options in FFmpeg's order; streamblur's own
+// options come after FFmpeg's and only by name.
 TEST(FilterSpec, PositionalAndNamed) {
   auto c = parse_filter_chain("gblur=2");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_DOUBLE_EQ(c[0].values.at("sigma"), 2);
+  EXPECT_EQ(c[0].given, GivenOptions{"sigma"});
 
-  c = parse_filter_chain("gblur=2:5");
+  c = parse_filter_chain("gblur=2:3:y:4");  // FFmpeg: sigma, steps, planes, sigmaV
   EXPECT_DOUBLE_EQ(c[0].values.at("sigma"), 2);
-  EXPECT_DOUBLE_EQ(c[0].values.at("radius"), 5);
+  EXPECT_DOUBLE_EQ(c[0].values.at("steps"), 3);
+  EXPECT_EQ(static_cast<unsigned>(c[0].values.at("planes")), unsigned(kCompY));
+  EXPECT_DOUBLE_EQ(c[0].values.at("sigmaV"), 4);
+  EXPECT_DOUBLE_EQ(c[0].values.at("radius"), -1);
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=2:3:y:4:5"); }), "too many");
 
   c = parse_filter_chain("gblur=1.5:sigmaV=3:planes=y");
   EXPECT_DOUBLE_EQ(c[0].values.at("sigma"), 1.5);
   EXPECT_DOUBLE_EQ(c[0].values.at("sigmaV"), 3);
   EXPECT_EQ(static_cast<unsigned>(c[0].values.at("planes")), unsigned(kCompY));
 
-  c = parse_filter_chain("boxblur=3");
-  EXPECT_DOUBLE_EQ(c[0].values.at("radius"), 3);
+  c = parse_filter_chain("boxblur=3:1:2:4:1:0");  // FFmpeg: lr, lp, cr, cp, ar, ap
+  EXPECT_DOUBLE_EQ(c[0].values.at("luma_radius"), 3);
+  EXPECT_DOUBLE_EQ(c[0].values.at("luma_power"), 1);
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_radius"), 2);
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_power"), 4);
+  EXPECT_DOUBLE_EQ(c[0].values.at("alpha_radius"), 1);
+  EXPECT_DOUBLE_EQ(c[0].values.at("alpha_power"), 0);
+  EXPECT_DOUBLE_EQ(c[0].values.at("radius"), -1);
 
-  c = parse_filter_chain(" gblur = sigma = 2 : chroma_scale = 0 , boxblur=radius=4:planes=uv ");
+  c = parse_filter_chain("boxblur=lr=4:lp=1:cr=0:cp=3");  // FFmpeg's short names
+  EXPECT_DOUBLE_EQ(c[0].values.at("luma_radius"), 4);
+  EXPECT_DOUBLE_EQ(c[0].values.at("luma_power"), 1);
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_radius"), 0);
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_power"), 3);
+  EXPECT_EQ(c[0].given, (GivenOptions{"chroma_power", "chroma_radius", "luma_power", "luma_radius"}));
+
+  c = parse_filter_chain("unsharp=7:3:-1:5:9:0.8");  // FFmpeg: lx, ly, la, cx, cy, ca
+  EXPECT_DOUBLE_EQ(c[0].values.at("luma_msize_x"), 7);
+  EXPECT_DOUBLE_EQ(c[0].values.at("luma_msize_y"), 3);
+  EXPECT_DOUBLE_EQ(c[0].values.at("luma_amount"), -1);
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_msize_x"), 5);
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_msize_y"), 9);
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_amount"), 0.8);
+  c = parse_filter_chain("unsharp=lx=9:la=2");
+  EXPECT_DOUBLE_EQ(c[0].values.at("luma_msize_x"), 9);
+  EXPECT_DOUBLE_EQ(c[0].values.at("luma_amount"), 2);
+
+  c = parse_filter_chain(" gblur = sigma = 2 : chroma_scale = 1 , boxblur=radius=4:planes=uv ");
   ASSERT_EQ(c.size(), 2u);
   EXPECT_DOUBLE_EQ(c[0].values.at("sigma"), 2);
-  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_scale"), 0);
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_scale"), 1);
   EXPECT_DOUBLE_EQ(c[1].values.at("radius"), 4);
   EXPECT_EQ(static_cast<unsigned>(c[1].values.at("planes")), unsigned(kCompU | kCompV));
 
-  c = parse_filter_chain("gblur=chroma_scale=false:sigma=1");
-  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_scale"), 0);
+  c = parse_filter_chain("gblur=chroma_scale=true:sigma=1");
+  EXPECT_DOUBLE_EQ(c[0].values.at("chroma_scale"), 1);
 
   // FFmpeg-style plane-index mask: 1 = first plane (Y or RGB).
   c = parse_filter_chain("boxblur=radius=1:planes=0x1");
   EXPECT_EQ(static_cast<unsigned>(c[0].values.at("planes")), unsigned(kCompY | kCompRGB));
   c = parse_filter_chain("boxblur=radius=1:planes=6");
   EXPECT_EQ(static_cast<unsigned>(c[0].values.at("planes")), unsigned(kCompU | kCompV));
+}
+
+// A spec that mixes streamblur's own options with FFmpeg's, or that FFmpeg
+// would refuse, is refused with what to write instead.
+TEST(FilterSpec, FfmpegAndOwnOptionsExcludeEachOther) {
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=radius=2:lr=3"); }), "boxblur", "radius",
+                           "luma_radius", "exclude");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=chroma_scale=0"); }), "chroma_scale",
+                           "radius");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("unsharp=sigma=2:luma_msize_x=5"); }), "unsharp",
+                           "exclude");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("unsharp=4:4:1"); }), "luma_msize_x", "odd");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("unsharp=25"); }), "luma_msize_x", "out of range");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=1:7"); }), "steps", "out of range");
+  EXPECT_NO_THROW(parse_filter_chain("boxblur=radius=2:chroma_scale=0:planes=y"));
+  EXPECT_NO_THROW(parse_filter_chain("unsharp=sigma=2:amount=1.5:threshold=2"));
 }
 
 TEST(FilterSpec, EmptyChain) {
@@ -325,7 +375,7 @@ TEST(FilterSpec, Errors) {
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=size=2"); }), "unknown option 'size'", "gblur");
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma=1000"); }), "sigma", "out of range");
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma=0"); }), "sigma", "out of range");
-  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=radius=-1"); }), "radius", "out of range");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=radius=-2"); }), "radius", "out of range");
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=radius=5000"); }), "radius", "out of range");
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma=abc"); }), "sigma", "number", "abc");
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma="); }), "sigma", "number");
@@ -333,7 +383,7 @@ TEST(FilterSpec, Errors) {
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigma=nan"); }), "sigma", "number");
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=radius=1.5"); }), "radius", "whole number");
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=1:planes=y:chroma_scale=1:7"); }), "positional");
-  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=1:y:1:0:7"); }), "too many");
+  EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("boxblur=1:1:1:1:1:1:7"); }), "too many");
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=planes=xyz"); }), "planes", "xyz");
   EXPECT_ONE_LINE_CONTAINS(error_of([] { parse_filter_chain("gblur=sigmaV=0.05"); }), "sigmaV");
   // All parse errors are std::invalid_argument.
@@ -430,27 +480,33 @@ std::vector<RoundTripCase> round_trip_cases() {
     c.tolerance = tol;
     v.push_back(std::move(c));
   };
-  add("Yuv420pGblurOddSize", clip(97, 65, 6), "gblur=sigma=2", {gauss(2)}, 1);
+  add("Yuv420pGblurOddSize", clip(97, 65, 6), "gblur=sigma=2", {unscaled(gauss(2))}, 1);
   add("Yuv420pGblurExplicitRadiusAndSigmaV", clip(65, 49, 5), "gblur=sigma=3:radius=5:sigmaV=1.5",
-      {gauss(3, 5, 1.5)}, 1);
-  add("Yuv420pGblurSmallSigmaClampsOnChroma", clip(64, 48, 5), "gblur=sigma=0.15", {gauss(0.15)}, 1);
+      {unscaled(gauss(3, 5, 1.5))}, 1);
+  add("Yuv420pGblurSmallSigmaClampsOnChroma", clip(64, 48, 5), "gblur=sigma=0.15:chroma_scale=1", {gauss(0.15)}, 1);
   add("Yuv420pBoxblur", clip(97, 65, 5), "boxblur=radius=3", {box(3)}, 0);
-  add("Yuv422pGblur", clip(66, 50, 5, AV_PIX_FMT_YUV422P), "gblur=sigma=1.7", {gauss(1.7)}, 1);
-  add("Yuv422pBoxblur", clip(67, 51, 5, AV_PIX_FMT_YUV422P), "boxblur=5", {box(5)}, 0);
-  add("Yuv444pGblur", clip(64, 48, 5, AV_PIX_FMT_YUV444P), "gblur=1.2:2", {gauss(1.2, 2)}, 1);
+  add("Yuv422pGblur", clip(66, 50, 5, AV_PIX_FMT_YUV422P), "gblur=sigma=1.7", {unscaled(gauss(1.7))}, 1);
+  add("Yuv422pBoxblur", clip(67, 51, 5, AV_PIX_FMT_YUV422P), "boxblur=radius=5", {box(5)}, 0);
+  add("Yuv444pGblur", clip(64, 48, 5, AV_PIX_FMT_YUV444P), "gblur=sigma=1.2:radius=2", {unscaled(gauss(1.2, 2))}, 1);
   add("Yuv444pBoxblur", clip(65, 49, 5, AV_PIX_FMT_YUV444P), "boxblur=radius=2", {box(2)}, 0);
-  add("GrayGblur", clip(97, 65, 5, AV_PIX_FMT_GRAY8), "gblur=sigma=2.5", {gauss(2.5)}, 1);
+  add("GrayGblur", clip(97, 65, 5, AV_PIX_FMT_GRAY8), "gblur=sigma=2.5", {unscaled(gauss(2.5))}, 1);
   add("GrayBoxblur", clip(64, 48, 5, AV_PIX_FMT_GRAY8), "boxblur=radius=4", {box(4)}, 0);
-  add("Yuv420p10leGblur", clip(65, 49, 5, AV_PIX_FMT_YUV420P10LE), "gblur=sigma=1.5", {gauss(1.5)}, 1);
+  add("Yuv420p10leGblur", clip(65, 49, 5, AV_PIX_FMT_YUV420P10LE), "gblur=sigma=1.5", {unscaled(gauss(1.5))}, 1);
   add("Yuv420p10leBoxblur", clip(64, 48, 5, AV_PIX_FMT_YUV420P10LE), "boxblur=radius=3", {box(3)}, 0);
   add("Gray16Boxblur", clip(64, 48, 5, AV_PIX_FMT_GRAY16LE), "boxblur=radius=2", {box(2)}, 0);
-  add("PlanesYLeavesChromaUntouched", clip(97, 65, 5), "gblur=sigma=2:planes=y", {on_planes(gauss(2), 1)}, 1);
+  add("PlanesYLeavesChromaUntouched", clip(97, 65, 5), "gblur=sigma=2:planes=y", {on_planes(unscaled(gauss(2)), 1)}, 1);
   add("PlanesUvBoxblur", clip(64, 48, 5), "boxblur=radius=2:planes=uv", {on_planes(box(2), 6)}, 0);
-  add("ChromaScaleOffGblur", clip(97, 65, 5), "gblur=sigma=2:chroma_scale=0", {unscaled(gauss(2))}, 1);
+  add("ChromaScaleOnGblur", clip(97, 65, 5), "gblur=sigma=2:chroma_scale=1", {gauss(2)}, 1);
   add("ChromaScaleOffBoxblur", clip(64, 48, 5), "boxblur=radius=3:chroma_scale=0", {unscaled(box(3))}, 0);
-  add("ChainGblurThenBoxblur", clip(97, 65, 5), "gblur=sigma=1.5,boxblur=radius=2", {gauss(1.5), box(2)}, 1);
-  add("ChainTwoBoxblurs", clip(64, 48, 5, AV_PIX_FMT_YUV422P), "boxblur=1,boxblur=radius=3:planes=y",
+  add("ChainGblurThenBoxblur", clip(97, 65, 5), "gblur=sigma=1.5,boxblur=radius=2", {unscaled(gauss(1.5)), box(2)}, 1);
+  add("ChainTwoBoxblurs", clip(64, 48, 5, AV_PIX_FMT_YUV422P), "boxblur=radius=1,boxblur=radius=3:planes=y",
       {box(1), on_planes(box(3), 1)}, 0);
+  // FFmpeg's boxblur: luma_radius:luma_power:chroma_radius:chroma_power, the
+  // chroma radius in chroma pixels; power 0 leaves the plane untouched.
+  add("FfmpegBoxblurOnePass", clip(97, 65, 5), "boxblur=2:1", {unscaled(box(2))}, 0);
+  add("FfmpegBoxblurChromaRadius", clip(97, 65, 5), "boxblur=3:1:1:1", {on_planes(box(3), 1), on_planes(unscaled(box(1)), 6)}, 0);
+  add("FfmpegBoxblurPowerZeroLeavesChroma", clip(64, 48, 5), "boxblur=lr=2:lp=1:cp=0", {on_planes(box(2), 1)}, 0);
+  add("FfmpegGblurStepsChangeNothing", clip(65, 49, 5), "gblur=sigma=2:steps=6", {unscaled(gauss(2))}, 1);
   add("NoFilterIsLossless", clip(65, 49, 5), "", {}, 0);
   {
     // bgr0 is not processed natively: converted to rgb24 for filtering and
@@ -458,18 +514,18 @@ std::vector<RoundTripCase> round_trip_cases() {
     add("Bgr0ConvertedToRgb24AndBack", clip(65, 49, 5, AV_PIX_FMT_BGR0), "boxblur=radius=2", {box(2)}, 0);
     v.back().compare_as = AV_PIX_FMT_RGB24;
     v.back().expect_note = "bgr0";
-    add("Bgr0Gblur", clip(64, 48, 5, AV_PIX_FMT_BGR0), "gblur=sigma=1.3", {gauss(1.3)}, 1);
+    add("Bgr0Gblur", clip(64, 48, 5, AV_PIX_FMT_BGR0), "gblur=sigma=1.3", {unscaled(gauss(1.3))}, 1);
     v.back().compare_as = AV_PIX_FMT_RGB24;
     v.back().expect_note = "rgb24";
   }
   {
     // ffv1 cannot hold nv12; rawvideo in matroska can (both on the GPU machine).
-    add("Nv12RawvideoGblur", clip(97, 65, 5, AV_PIX_FMT_NV12, "rawvideo"), "gblur=sigma=2", {gauss(2)}, 1);
+    add("Nv12RawvideoGblur", clip(97, 65, 5, AV_PIX_FMT_NV12, "rawvideo"), "gblur=sigma=2", {unscaled(gauss(2))}, 1);
     v.back().encoder = "rawvideo";
     add("Nv12RawvideoBoxblur", clip(64, 48, 5, AV_PIX_FMT_NV12, "rawvideo"), "boxblur=radius=3", {box(3)}, 0);
     v.back().encoder = "rawvideo";
-    add("Nv12RawvideoChromaScaleOff", clip(64, 48, 5, AV_PIX_FMT_NV12, "rawvideo"), "gblur=sigma=1:chroma_scale=0",
-        {unscaled(gauss(1))}, 1);
+    add("Nv12RawvideoChromaScaleOn", clip(64, 48, 5, AV_PIX_FMT_NV12, "rawvideo"), "gblur=sigma=1:chroma_scale=1",
+        {gauss(1)}, 1);
     v.back().encoder = "rawvideo";
   }
   {
@@ -477,7 +533,7 @@ std::vector<RoundTripCase> round_trip_cases() {
     add("PngRgb24Boxblur", clip(65, 49, 1, AV_PIX_FMT_RGB24, "png"), "boxblur=radius=2", {box(2)}, 0);
     v.back().container = "png";
     v.back().encoder = "png";
-    add("PngRgbaGblur", clip(64, 48, 1, AV_PIX_FMT_RGBA, "png"), "gblur=sigma=1.5", {gauss(1.5)}, 1);
+    add("PngRgbaGblur", clip(64, 48, 1, AV_PIX_FMT_RGBA, "png"), "gblur=sigma=1.5", {unscaled(gauss(1.5))}, 1);
     v.back().container = "png";
     v.back().encoder = "png";
   }
@@ -612,15 +668,15 @@ void PrintTo(const FormatCase& c, std::ostream* os) { *os << c.name << " (" << c
 
 std::vector<FormatCase> format_cases() {
   return {
-      {"Yuvj420pMjpegGblur", AV_PIX_FMT_YUVJ420P, "mjpeg", "gblur=sigma=2", {gauss(2)}, 1},
-      {"Yuvj422pMjpegGblur", AV_PIX_FMT_YUVJ422P, "mjpeg", "gblur=sigma=1.7", {gauss(1.7)}, 1},
+      {"Yuvj420pMjpegGblur", AV_PIX_FMT_YUVJ420P, "mjpeg", "gblur=sigma=2", {unscaled(gauss(2))}, 1},
+      {"Yuvj422pMjpegGblur", AV_PIX_FMT_YUVJ422P, "mjpeg", "gblur=sigma=1.7", {unscaled(gauss(1.7))}, 1},
       {"Yuvj422pMjpegBoxblur", AV_PIX_FMT_YUVJ422P, "mjpeg", "boxblur=radius=3", {box(3)}, 0},
-      {"Yuvj444pMjpegGblurThenBoxblur", AV_PIX_FMT_YUVJ444P, "mjpeg", "gblur=sigma=1.2,boxblur=1", {gauss(1.2), box(1)}, 1},
-      {"Bgr24RawvideoGblur", AV_PIX_FMT_BGR24, "rawvideo", "gblur=sigma=1.5", {gauss(1.5)}, 1},
+      {"Yuvj444pMjpegGblurThenBoxblur", AV_PIX_FMT_YUVJ444P, "mjpeg", "gblur=sigma=1.2,boxblur=radius=1", {unscaled(gauss(1.2)), box(1)}, 1},
+      {"Bgr24RawvideoGblur", AV_PIX_FMT_BGR24, "rawvideo", "gblur=sigma=1.5", {unscaled(gauss(1.5))}, 1},
       {"Bgr24RawvideoBoxblur", AV_PIX_FMT_BGR24, "rawvideo", "boxblur=radius=2", {box(2)}, 0},
-      {"BgraRawvideoGblur", AV_PIX_FMT_BGRA, "rawvideo", "gblur=sigma=2.5", {gauss(2.5)}, 1},
-      {"Gray16Ffv1Gblur", AV_PIX_FMT_GRAY16LE, "ffv1", "gblur=sigma=2", {gauss(2)}, 1},
-      {"Yuv411pThroughYuv422pGblur", AV_PIX_FMT_YUV411P, "ffv1", "gblur=sigma=2", {gauss(2)}, 1, AV_PIX_FMT_YUV422P},
+      {"BgraRawvideoGblur", AV_PIX_FMT_BGRA, "rawvideo", "gblur=sigma=2.5", {unscaled(gauss(2.5))}, 1},
+      {"Gray16Ffv1Gblur", AV_PIX_FMT_GRAY16LE, "ffv1", "gblur=sigma=2", {unscaled(gauss(2))}, 1},
+      {"Yuv411pThroughYuv422pGblur", AV_PIX_FMT_YUV411P, "ffv1", "gblur=sigma=2", {unscaled(gauss(2))}, 1, AV_PIX_FMT_YUV422P},
   };
 }
 
@@ -1309,7 +1365,7 @@ TEST_P(PipelineP010, LowBitsStayZeroAndValuesAreTheTenBitBlur) {
       CUDA_CHECK(cudaMemcpy(data[p].data(), dev[p].get(), data[p].size() * 2, cudaMemcpyDeviceToHost));
     std::vector<uint16_t> want(ten[p].size());
     const std::ptrdiff_t pitch = static_cast<std::ptrdiff_t>(pl.width) * pl.channels * 2;
-    const double sigma = p == 0 ? 2.0 : 1.0;  // chroma: sigma halved (4:2:0)
+    const double sigma = 2.0;  // every plane: sigma in its own pixels, as FFmpeg
     oracle::gaussian_blur<uint16_t>(ten[p].data(), pitch, want.data(), pitch, pl.width, pl.height, pl.channels, sigma,
                                     sigma);
     // Low bits zero, and the 10-bit values unbiased: truncating instead of
@@ -1792,7 +1848,7 @@ TEST_P(PipelineFields, EachFieldEqualsTheReferenceBlurOfThatField) {
 
   for (const char* chain : {"gblur=sigma=2:fields=1", "boxblur=radius=2:fields=1"}) {
     SCOPED_TRACE(chain);
-    const BlurOp op = std::string(chain).rfind("gblur", 0) == 0 ? gauss(2) : box(2);
+    const BlurOp op = std::string(chain).rfind("gblur", 0) == 0 ? unscaled(gauss(2)) : box(2);
     const std::vector<SunkFrame> got = sink_frames(options_for(in, "", chain, GetParam()));
     ASSERT_EQ(got.size(), 4u);
     int fields_differ_from_whole = 0;

@@ -224,7 +224,7 @@ TEST(RegionOptions, PeeledOffBeforeTheFiltersOwnTable) {
   EXPECT_EQ(regions_of(chain[0])->shape, RegionShape::Ellipse);
   EXPECT_TRUE(regions_of(chain[0])->interpolate);
   EXPECT_FALSE(regions_of(chain[1]));
-  EXPECT_EQ(chain[1].values.at("radius"), 2);
+  EXPECT_EQ(chain[1].values.at("luma_radius"), 2);
   // Positional values still work beside region options, and a filter of only region options.
   EXPECT_EQ(parse_filter_chain("gblur=5:box=0:0:4:4")[0].values.at("sigma"), 5);
   EXPECT_TRUE(regions_of(parse_filter_chain("pixelate=box=0:0:4:4")[0]));
@@ -402,7 +402,7 @@ TEST(RegionOptions, PathsWithColonsAndCommasQuotedOrEscaped) {
   EXPECT_EQ(regions_of(chain[0])->file, comma);
   EXPECT_EQ(regions_of(chain[0])->track->keyframes().size(), 2u);
   EXPECT_FALSE(regions_of(chain[1]));
-  EXPECT_EQ(chain[1].values.at("radius"), 1);
+  EXPECT_EQ(chain[1].values.at("luma_radius"), 1);
 
   // Escapes and a quoted part mixed in one value; a box after it still takes its four values.
   chain = parse_filter_chain("pixelate=block=4:regions=" + base + "/a\\,b':c.jsonl':box=1:2:3:4");

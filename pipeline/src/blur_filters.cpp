@@ -1,8 +1,13 @@
 // gblur, boxblur, unsharp and pixelate: their options structs, registry
-// entries (each option row bound to a field) and Filter classes. On
-// subsampled chroma planes sigma and radius shrink by the subsampling of each
-// axis (chroma_scale=1, the default) so the blur has the same size on the
-// picture as on luma; chroma_scale=0 uses the luma values on every plane.
+// entries (each option row bound to a field) and Filter classes.
+//
+// gblur, boxblur and unsharp share their names with FFmpeg's filters, so a
+// spec written for FFmpeg means what it means there: FFmpeg's option names
+// and short names, its positional order, its defaults, its values in each
+// plane's own pixels (docs/filters.md, "FFmpeg compatibility"). streamblur's
+// own options come after FFmpeg's, by name only; chroma_scale=1 divides
+// sizes on subsampled chroma by the subsampling, so the blur has the same
+// size on the picture as on luma (pixelate's default; gblur's is FFmpeg's 0).
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
@@ -103,25 +108,40 @@ std::array<AnyPlane, 2> field_views(const AnyPlane& d) {
 }
 
 // Options every blur filter has (the rows planes_option(), chroma_scale_option()
-// and fields_option() bind them in each filter's own struct).
+// and fields_option() bind them in each filter's own struct), and the names
+// of the options the text gave (FilterInfo::make fills it).
 struct BlurCommonOptions {
   PlaneMask planes;
   bool chroma_scale = true;
   bool fields = false;
+  GivenOptions given;
+  bool has(const char* name) const { return given.count(name) > 0; }
 };
 
+// gblur: FFmpeg's options (sigma, steps, planes, sigmaV, in its order), then
+// streamblur's radius. steps is FFmpeg's count of IIR passes, an accuracy
+// setting of its approximation: the blur here is the exact Gaussian.
 struct GblurOptions : BlurCommonOptions {
   double sigma = 0;
+  int steps = 1;
   int radius = 0;
   double sigma_v = 0;  // -1: same as sigma
 };
 
+// boxblur: FFmpeg's radius and power (passes) for luma, chroma and alpha,
+// in its order (-1: luma's), or streamblur's radius= (one pass, chroma
+// scaled by chroma_scale) instead of them.
 struct BoxblurOptions : BlurCommonOptions {
-  int radius = 0;
+  int luma_radius = 2, luma_power = 2, chroma_radius = -1, chroma_power = -1, alpha_radius = -1, alpha_power = -1;
+  int radius = -1;  // -1: FFmpeg's per-plane options
 };
 
+// unsharp: FFmpeg's matrix sizes and amounts for luma, chroma and alpha, in
+// its order, or streamblur's sigma/amount/threshold/sigmaV instead of them.
 struct UnsharpOptions : BlurCommonOptions {
-  double sigma = 0;
+  int lx = 5, ly = 5, cx = 5, cy = 5, ax = 5, ay = 5;
+  double la = 1, ca = 0, aa = 0;
+  double sigma = 0;  // -1: FFmpeg's matrix sizes
   double amount = 0;
   double threshold = 0;
   double sigma_v = 0;  // -1: same as sigma
@@ -131,6 +151,53 @@ struct PixelateOptions : BlurCommonOptions {
   int block = 0;
   int block_y = 0;  // -1: same as block
 };
+
+// FFmpeg's blur filters take one set of values for luma (and the colours of
+// RGB), one for chroma and one for alpha: the set for the components `hit`
+// of one plane. An interleaved plane whose components would take different
+// sets (RGBA's colours and alpha) is refused, and so are chroma values given
+// for RGB, which has no chroma (FFmpeg would apply them to gbrp's B and R).
+template <class V>
+V plane_class_value(const std::string& filter, unsigned hit, const V& luma, const V& chroma, const V& alpha,
+                    bool chroma_given) {
+  std::optional<V> v;
+  auto take = [&](const V& x, const char* what) {
+    if (v && !(*v == x))
+      throw std::invalid_argument(filter + ": one interleaved plane holds components that take different values (" +
+                                  what + "'s and luma's); give them the same, or pick components with planes=");
+    v = x;
+  };
+  if (hit & (kCompY | kCompRGB)) take(luma, "luma");
+  if (hit & (kCompU | kCompV)) take(chroma, "chroma");
+  if (hit & kCompA) take(alpha, "alpha");
+  if ((hit & kCompRGB) && chroma_given && !(chroma == luma))
+    throw std::invalid_argument(filter + ": RGB has no chroma planes, so the chroma options cannot apply as given "
+                                         "(the colours take luma's); give luma's options only");
+  return *v;
+}
+
+// FFmpeg's unsharp blurs with an msize-tap binomial kernel ((msize - 1) / 2
+// passes of [1 2 1] / 4), whose variance is (msize - 1) / 4. The sampled
+// Gaussian of the same radius with that variance: its sigma, by bisection.
+double binomial_sigma(int msize) {
+  const int r = (msize - 1) / 2;
+  const double target = (msize - 1) / 4.0;
+  auto variance = [r](double sigma) {
+    double sum = 0, moment = 0;
+    for (int i = -r; i <= r; ++i) {
+      const double w = std::exp(-i * i / (2 * sigma * sigma));
+      sum += w;
+      moment += w * i * i;
+    }
+    return moment / sum;
+  };
+  double lo = kMinSigma, hi = 4.0 * r + 1;
+  for (int k = 0; k < 100; ++k) {
+    const double mid = (lo + hi) / 2;
+    (variance(mid) < target ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
 
 class BlurFilterBase : public Filter {
  public:
@@ -162,7 +229,7 @@ class BlurFilterBase : public Filter {
       // A field has half the lines (the top one the extra line of an odd height).
       PlaneLayout sized = pl;
       if (fields_) sized.height = (pl.height + 1) / 2;
-      make_plane(p, lw, lh, sized, layout.bytes_per_sample);
+      if (!make_plane(p, lw, lh, sized, hit, layout.bytes_per_sample)) touched_[p] = false;
     }
   }
   bool touches(int plane) const override { return touched_[plane]; }
@@ -179,7 +246,9 @@ class BlurFilterBase : public Filter {
   }
 
  protected:
-  virtual void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) = 0;
+  // Sets plane p up for its selected components `hit`; false: the filter
+  // leaves the plane as it is (FFmpeg's power or amount 0).
+  virtual bool make_plane(int p, int lw, int lh, const PlaneLayout& pl, unsigned hit, int bytes) = 0;
   // Blurs one plane (or one field of it) in place.
   virtual void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) = 0;
   // The same from src into dst, where plane_filters_into().
@@ -262,9 +331,11 @@ void run_gpu(cuda::Unsharp& op, Plane<T> plane, cudaStream_t stream) {
 // built from the same per-plane parameters: this base builds them for the
 // backend, dispatches each plane by backend and sample size, and counts their
 // device memory. A filter gives only its plane set-up,
-// `plane_params(lw, lh, bytes)`: the constructor arguments (a tuple) of both
-// operations for a plane with chroma subsampling lw, lh and `bytes` per sample,
-// and `plane_reach(params)`: how far the operation reads around a sample.
+// `plane_params(lw, lh, bytes, hit)`: the constructor arguments (a tuple) of
+// both operations for a plane with chroma subsampling lw, lh, `bytes` per
+// sample and the selected components `hit`; `plane_passes(hit)`: how many
+// times the operation runs on it (0: the plane is left alone); and
+// `plane_reach(params)`: how far the operation reads around a sample.
 template <class Derived, class CpuOp, class GpuOp>
 class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp>> {
   using Base = TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp>>;
@@ -272,16 +343,23 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
  public:
   using Base::Base;
 
+  // Each plane passes_[p] times (boxblur's power; 1 for the others).
   template <class T>
   void run(int p, Plane<T> plane, cudaStream_t stream) {
-    if (this->backend_ == Backend::Cuda) run_gpu<T>(*gpu_[p], plane, stream);
-    else run_cpu<T>(*cpu_[p], plane, tmp_[p]);
+    for (int k = 0; k < passes_[p]; ++k) {
+      if (this->backend_ == Backend::Cuda) run_gpu<T>(*gpu_[p], plane, stream);
+      else run_cpu<T>(*cpu_[p], plane, tmp_[p]);
+    }
   }
-  // CUDA blurs read src and write dst (unsharp works in place only).
+  // CUDA blurs read src and write dst (unsharp works in place only); further
+  // passes run in place on dst.
   static constexpr bool kGpuInto = !std::is_same_v<GpuOp, cuda::Unsharp>;
   template <class T>
   void run_from(int p, Plane<T> src, Plane<T> dst, cudaStream_t stream) {
-    if constexpr (kGpuInto) gpu_[p]->template apply<T>(Plane<const T>(src), dst, stream);
+    if constexpr (kGpuInto) {
+      gpu_[p]->template apply<T>(Plane<const T>(src), dst, stream);
+      for (int k = 1; k < passes_[p]; ++k) gpu_[p]->template apply<T>(Plane<const T>(dst), dst, stream);
+    }
   }
   std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
   // The CUDA Gaussian and box take P010's shift in their kernels.
@@ -289,10 +367,14 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
   bool takes_sample_shift(Backend backend) const override { return kGpuShift && backend == Backend::Cuda; }
 
  private:
-  void make_plane(int p, int lw, int lh, const PlaneLayout& pl, int bytes) final {
+  bool make_plane(int p, int lw, int lh, const PlaneLayout& pl, unsigned hit, int bytes) final {
     const auto& self = static_cast<const Derived&>(*this);
-    const auto params = self.plane_params(lw, lh, bytes);
+    passes_[p] = self.plane_passes(hit);
+    if (passes_[p] == 0) return false;
+    const auto params = self.plane_params(lw, lh, bytes, hit);
     this->reach_[p] = self.plane_reach(params);  // for region limits: how far the operation reads
+    this->reach_[p].x *= passes_[p];
+    this->reach_[p].y *= passes_[p];
     if (this->backend_ == Backend::Cuda) {
       gpu_[p] = std::apply([](const auto&... a) { return std::make_unique<GpuOp>(a...); }, params);
       gpu_[p]->reserve(pl.width, pl.height, pl.channels);
@@ -300,11 +382,13 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
     } else {
       cpu_[p] = std::apply([](const auto&... a) { return std::make_unique<CpuOp>(a...); }, params);
     }
+    return true;
   }
   bool plane_filters_into() const final { return kGpuInto && this->backend_ == Backend::Cuda; }
   std::array<std::unique_ptr<CpuOp>, 4> cpu_;
   std::array<std::unique_ptr<GpuOp>, 4> gpu_;
   std::array<std::vector<typename CpuScratch<CpuOp>::type>, 4> tmp_;
+  std::array<int, 4> passes_{1, 1, 1, 1};
 };
 
 class GaussianFilter final : public SeparableFilter<GaussianFilter, cpu::GaussianBlur, cuda::GaussianBlur> {
@@ -319,7 +403,8 @@ class GaussianFilter final : public SeparableFilter<GaussianFilter, cpu::Gaussia
     s << "gblur(sigma=" << sigma_ << ",sigmaV=" << sigma_v_ << ",radius=" << radius_ << fields_note() << ")";
     return s.str();
   }
-  std::tuple<double, double, int, int> plane_params(int lw, int lh, int) const {
+  int plane_passes(unsigned) const { return 1; }
+  std::tuple<double, double, int, int> plane_params(int lw, int lh, int, unsigned) const {
     return {std::max(kMinSigma, sigma_ / (1 << lw)), std::max(kMinSigma, sigma_v_ / (1 << lh)),
             scale_radius(radius_, lw), scale_radius(radius_, lh)};
   }
@@ -332,47 +417,103 @@ class GaussianFilter final : public SeparableFilter<GaussianFilter, cpu::Gaussia
   int radius_;
 };
 
+// boxblur: with radius= one (2r+1) mean on every plane, chroma scaled by
+// chroma_scale; otherwise FFmpeg's: each plane class (luma, chroma, alpha)
+// its own radius, in its own pixels, and power (passes), chroma's and
+// alpha's defaulting to luma's.
 class BoxFilter final : public SeparableFilter<BoxFilter, cpu::BoxBlur, cuda::BoxBlur> {
  public:
+  struct Class {
+    int radius = 0, power = 0;
+    bool operator==(const Class&) const = default;
+  };
   explicit BoxFilter(const BoxblurOptions& o) : SeparableFilter("boxblur", o), radius_(o.radius) {
-    check_box_radius(radius_);
+    static const char* const kFfmpeg[] = {"luma_radius", "luma_power", "chroma_radius", "chroma_power",
+                                          "alpha_radius", "alpha_power"};
+    const bool ffmpeg = std::any_of(std::begin(kFfmpeg), std::end(kFfmpeg), [&](const char* n) { return o.has(n); });
+    if (o.has("radius") && ffmpeg)
+      throw std::invalid_argument("boxblur: radius (one window on every plane) and FFmpeg's luma_radius, "
+                                  "luma_power, chroma_* and alpha_* exclude each other; give one or the other");
+    if (!o.has("radius") && o.has("chroma_scale"))
+      throw std::invalid_argument("boxblur: chroma_scale goes with radius; FFmpeg's chroma_radius is in chroma "
+                                  "pixels (give it, or radius=N:chroma_scale=...)");
+    luma_ = {o.luma_radius, o.luma_power};
+    chroma_ = {o.chroma_radius < 0 ? luma_.radius : o.chroma_radius, o.chroma_power < 0 ? luma_.power : o.chroma_power};
+    alpha_ = {o.alpha_radius < 0 ? luma_.radius : o.alpha_radius, o.alpha_power < 0 ? luma_.power : o.alpha_power};
+    chroma_given_ = o.has("chroma_radius") || o.has("chroma_power");
+    for (const Class& c : {luma_, chroma_, alpha_}) check_box_radius(c.radius);
+    if (radius_ >= 0) check_box_radius(radius_);
   }
-  std::string describe() const override { return "boxblur(radius=" + std::to_string(radius_) + fields_note() + ")"; }
-  std::tuple<int, int> plane_params(int lw, int lh, int) const {
-    return {scale_radius(radius_, lw), scale_radius(radius_, lh)};
+  std::string describe() const override {
+    if (radius_ >= 0) return "boxblur(radius=" + std::to_string(radius_) + fields_note() + ")";
+    auto c = [](const Class& k) { return std::to_string(k.radius) + "x" + std::to_string(k.power); };
+    return "boxblur(luma=" + c(luma_) + ",chroma=" + c(chroma_) + ",alpha=" + c(alpha_) + fields_note() + ")";
+  }
+  int plane_passes(unsigned hit) const {
+    if (radius_ >= 0) return 1;
+    const Class c = plane_class_value(name_, hit, luma_, chroma_, alpha_, chroma_given_);
+    return c.radius == 0 ? 0 : c.power;
+  }
+  std::tuple<int, int> plane_params(int lw, int lh, int, unsigned hit) const {
+    if (radius_ >= 0) return {scale_radius(radius_, lw), scale_radius(radius_, lh)};
+    const int r = plane_class_value(name_, hit, luma_, chroma_, alpha_, chroma_given_).radius;
+    return {r, r};
   }
   static FilterReach plane_reach(const std::tuple<int, int>& t) { return {std::get<0>(t), std::get<1>(t)}; }
 
  private:
   int radius_;
+  Class luma_, chroma_, alpha_;
+  bool chroma_given_ = false;
 };
 
-// unsharp: src + amount * (src - gaussian(src)); sigma scales on chroma like
-// gblur's. threshold is in 8-bit units (x257 on 16-bit planes).
+// unsharp: src + amount * (src - blur(src)), rounded half up and clamped.
+// With sigma/amount/threshold/sigmaV (streamblur's) the blur is that
+// Gaussian on every plane, sigma scaled on chroma like gblur's; otherwise
+// FFmpeg's: each plane class its matrix size (in its own pixels) and amount,
+// the blur the Gaussian with the variance of FFmpeg's binomial matrix.
+// threshold is in 8-bit units (x257 on 16-bit planes).
 class UnsharpFilter final : public SeparableFilter<UnsharpFilter, cpu::Unsharp, cuda::Unsharp> {
  public:
-  explicit UnsharpFilter(const UnsharpOptions& o)
-      : SeparableFilter("unsharp", o), sigma_(o.sigma), sigma_v_(vertical_sigma("unsharp", o.sigma, o.sigma_v)),
-        amount_(o.amount), threshold_(o.threshold) {
-    UnsharpParams p;
-    p.sigma_x = sigma_;
-    p.sigma_y = sigma_v_;
-    p.amount = amount_;
-    p.threshold = threshold_;
-    check_unsharp(p);
-  }
+  struct Class {
+    int mx = 5, my = 5;
+    double amount = 0;
+    bool operator==(const Class&) const = default;
+  };
+  explicit UnsharpFilter(const UnsharpOptions& o);
   std::string describe() const override {
     std::ostringstream s;
-    s << "unsharp(sigma=" << sigma_ << ",sigmaV=" << sigma_v_ << ",amount=" << amount_ << ",threshold=" << threshold_
-      << fields_note() << ")";
+    if (gaussian_) {
+      s << "unsharp(sigma=" << sigma_ << ",sigmaV=" << sigma_v_ << ",amount=" << amount_ << ",threshold=" << threshold_
+        << fields_note() << ")";
+    } else {
+      auto c = [&](const char* n, const Class& k) { s << n << "=" << k.mx << "x" << k.my << ":" << k.amount; };
+      s << "unsharp(";
+      c("luma", luma_);
+      c(",chroma", chroma_);
+      c(",alpha", alpha_);
+      s << fields_note() << ")";
+    }
     return s.str();
   }
-  std::tuple<UnsharpParams> plane_params(int lw, int lh, int bytes) const {
+  int plane_passes(unsigned hit) const {
+    return gaussian_ || plane_class_value(name_, hit, luma_, chroma_, alpha_, chroma_given_).amount != 0 ? 1 : 0;
+  }
+  std::tuple<UnsharpParams> plane_params(int lw, int lh, int bytes, unsigned hit) const {
     UnsharpParams u;
-    u.sigma_x = std::max(kMinSigma, sigma_ / (1 << lw));
-    u.sigma_y = std::max(kMinSigma, sigma_v_ / (1 << lh));
-    u.amount = amount_;
-    u.threshold = threshold_ * (bytes == 2 ? 257.0 : 1.0);
+    if (gaussian_) {
+      u.sigma_x = std::max(kMinSigma, sigma_ / (1 << lw));
+      u.sigma_y = std::max(kMinSigma, sigma_v_ / (1 << lh));
+      u.amount = amount_;
+      u.threshold = threshold_ * (bytes == 2 ? 257.0 : 1.0);
+      return {u};
+    }
+    const Class c = plane_class_value(name_, hit, luma_, chroma_, alpha_, chroma_given_);
+    u.radius_x = (c.mx - 1) / 2;
+    u.radius_y = (c.my - 1) / 2;
+    u.sigma_x = binomial_sigma(c.mx);
+    u.sigma_y = binomial_sigma(c.my);
+    u.amount = c.amount;
     return {u};
   }
   static FilterReach plane_reach(const std::tuple<UnsharpParams>& t) {
@@ -381,8 +522,53 @@ class UnsharpFilter final : public SeparableFilter<UnsharpFilter, cpu::Unsharp, 
   }
 
  private:
-  double sigma_, sigma_v_, amount_, threshold_;
+  bool gaussian_ = false;
+  double sigma_ = 1, sigma_v_ = 1, amount_ = 1, threshold_ = 0;
+  Class luma_, chroma_, alpha_;
+  bool chroma_given_ = false;
 };
+
+UnsharpFilter::UnsharpFilter(const UnsharpOptions& o) : SeparableFilter("unsharp", o) {
+  static const char* const kOwn[] = {"sigma", "amount", "threshold", "sigmaV", "chroma_scale"};
+  static const char* const kFfmpeg[] = {"luma_msize_x", "luma_msize_y", "luma_amount", "chroma_msize_x",
+                                        "chroma_msize_y", "chroma_amount", "alpha_msize_x", "alpha_msize_y",
+                                        "alpha_amount"};
+  auto any = [&](const auto& names) { return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return o.has(n); }); };
+  gaussian_ = any(kOwn);
+  if (gaussian_ && any(kFfmpeg))
+    throw std::invalid_argument("unsharp: streamblur's sigma, amount, threshold, sigmaV and chroma_scale and "
+                                "FFmpeg's luma_*, chroma_* and alpha_* matrix options exclude each other; give "
+                                "one set or the other");
+  if (gaussian_) {
+    sigma_ = o.has("sigma") ? o.sigma : 1.0;
+    if (!(sigma_ >= kMinSigma)) {
+      std::ostringstream m;
+      m << "unsharp: option 'sigma' must be in [" << kMinSigma << ", " << kMaxSigma << "], got " << sigma_;
+      throw std::invalid_argument(m.str());
+    }
+    sigma_v_ = vertical_sigma("unsharp", sigma_, o.sigma_v);
+    amount_ = o.amount;
+    threshold_ = o.threshold;
+    UnsharpParams p;
+    p.sigma_x = sigma_;
+    p.sigma_y = sigma_v_;
+    p.amount = amount_;
+    p.threshold = threshold_;
+    check_unsharp(p);
+    return;
+  }
+  luma_ = {o.lx, o.ly, o.la};
+  chroma_ = {o.cx, o.cy, o.ca};
+  alpha_ = {o.ax, o.ay, o.aa};
+  chroma_given_ = o.has("chroma_msize_x") || o.has("chroma_msize_y") || o.has("chroma_amount");
+  const std::pair<const char*, int> sizes[] = {{"luma_msize_x", o.lx},   {"luma_msize_y", o.ly},
+                                               {"chroma_msize_x", o.cx}, {"chroma_msize_y", o.cy},
+                                               {"alpha_msize_x", o.ax},  {"alpha_msize_y", o.ay}};
+  for (const auto& [name, v] : sizes)
+    if (v % 2 == 0)
+      throw std::invalid_argument(std::string("unsharp: option '") + name + "' must be odd (3 to 23), got " +
+                                  std::to_string(v));
+}
 
 // pixelate: block x block_y cells, each the exact mean of its samples; on
 // subsampled chroma the cells shrink with the subsampling (chroma_scale=1) so
@@ -407,10 +593,11 @@ class PixelateFilter final : public TypedFilter<PixelateFilter> {
   }
 
  private:
-  void make_plane(int p, int lw, int lh, const PlaneLayout&, int) override {
+  bool make_plane(int p, int lw, int lh, const PlaneLayout&, unsigned, int) override {
     bx_[p] = std::max(1, static_cast<int>(std::lround(block_ / double(1 << lw))));
     by_[p] = std::max(1, static_cast<int>(std::lround(block_y_ / double(1 << lh))));
     reach_[p] = {0, 0, bx_[p], by_[p]};  // whole cells: a crop starts and ends on the grid
+    return true;
   }
   int block_, block_y_;
   std::array<int, 4> bx_{}, by_{};
@@ -427,55 +614,124 @@ template <class O>
 OptionRow<O> fields_option() {
   return OptionSpec::bind<O, bool>(&O::fields, "fields",
                                    "blur each field of interlaced video on its own (even and odd lines apart; "
-                                   "sigmaV/radius count field lines)",
-                                   0, 0, 1);
+                                   "vertical sizes count field lines)",
+                                   0, 0, 1)
+      .named_only();
 }
 template <class O>
-OptionRow<O> chroma_scale_option() {
-  return OptionSpec::bind<O, bool>(
-      &O::chroma_scale, "chroma_scale",
-      "scale sigma/radius by the chroma subsampling so the blur has the same size on the picture", 1, 0, 1);
+OptionRow<O> chroma_scale_option(double default_value, const char* help) {
+  return OptionSpec::bind<O, bool>(&O::chroma_scale, "chroma_scale", help, default_value, 0, 1).named_only();
+}
+
+FilterInfo gblur_info() {
+  using B = OptionSpec;
+  using O = GblurOptions;
+  return FilterInfo::make<O>(
+      "gblur", "Gaussian blur, w(i) = exp(-i^2/(2 sigma^2)), borders clamped to the edge",
+      {B::bind(&O::sigma, "sigma", "standard deviation in pixels (of each plane, as FFmpeg's)", 0.5, kMinSigma,
+               kMaxSigma),
+       B::bind(&O::steps, "steps",
+               "FFmpeg's number of passes of its approximation; the blur here is exact, whatever the value", 1, 1,
+               6),
+       planes_option<O>(),
+       B::bind(&O::sigma_v, "sigmaV", "vertical sigma; -1 = same as sigma", -1, -1, kMaxSigma),
+       B::bind(&O::radius, "radius", "kernel radius in pixels; -1 = ceil(3 sigma)", -1, -1, kMaxGaussRadius)
+           .named_only(),
+       chroma_scale_option<O>(0, "1: divide sigma and radius on subsampled chroma by the subsampling, so the blur "
+                                 "has the same size on the picture; 0 (as FFmpeg): the same values on every plane"),
+       fields_option<O>()},
+      [](const O& o) { return std::make_unique<GaussianFilter>(o); });
+}
+
+FilterInfo boxblur_info() {
+  using B = OptionSpec;
+  using O = BoxblurOptions;
+  return FilterInfo::make<O>(
+      "boxblur",
+      "mean over a (2r+1)x(2r+1) window, applied power times, exact integer sums rounded half up, borders clamped",
+      {B::bind(&O::luma_radius, "luma_radius", "luma (and RGB) window radius in pixels; 0 = identity", 2, 0,
+               kMaxBoxRadius)
+           .alias("lr"),
+       B::bind(&O::luma_power, "luma_power", "times the luma window is applied; 0 = identity", 2, 0, 100).alias("lp"),
+       B::bind(&O::chroma_radius, "chroma_radius", "chroma window radius in chroma pixels; -1 = luma_radius", -1, -1,
+               kMaxBoxRadius)
+           .alias("cr"),
+       B::bind(&O::chroma_power, "chroma_power", "times the chroma window is applied; -1 = luma_power", -1, -1, 100)
+           .alias("cp"),
+       B::bind(&O::alpha_radius, "alpha_radius", "alpha window radius in pixels; -1 = luma_radius", -1, -1,
+               kMaxBoxRadius)
+           .alias("ar"),
+       B::bind(&O::alpha_power, "alpha_power", "times the alpha window is applied; -1 = luma_power", -1, -1, 100)
+           .alias("ap"),
+       B::bind(&O::radius, "radius",
+               "instead of the options above: one window of this radius on every plane, once; -1 = not used", -1, -1,
+               kMaxBoxRadius)
+           .named_only(),
+       planes_option<O>().named_only(),
+       chroma_scale_option<O>(1, "with radius: divide it on subsampled chroma by the subsampling, so the window "
+                                 "has the same size on the picture"),
+       fields_option<O>()},
+      [](const O& o) { return std::make_unique<BoxFilter>(o); });
+}
+
+FilterInfo unsharp_info() {
+  using B = OptionSpec;
+  using O = UnsharpOptions;
+  auto size = [](int O::*field, const char* name, const char* alias, const char* help) {
+    return B::bind(field, name, help, 5, 3, 23).alias(alias);
+  };
+  auto amount = [](double O::*field, const char* name, const char* alias, double def, const char* help) {
+    return B::bind(field, name, help, def, -2, 5).alias(alias);
+  };
+  return FilterInfo::make<O>(
+      "unsharp",
+      "sharpen: src + amount * (src - blur(src)), rounded half up and clamped; the blur as FFmpeg's matrix of each "
+      "plane class (luma, chroma, alpha), or a Gaussian of sigma",
+      {size(&O::lx, "luma_msize_x", "lx", "luma matrix width, odd (a Gaussian of the binomial's variance)"),
+       size(&O::ly, "luma_msize_y", "ly", "luma matrix height, odd"),
+       amount(&O::la, "luma_amount", "la", 1, "luma strength; 0 = identity, negative softens"),
+       size(&O::cx, "chroma_msize_x", "cx", "chroma matrix width, odd, in chroma pixels"),
+       size(&O::cy, "chroma_msize_y", "cy", "chroma matrix height, odd"),
+       amount(&O::ca, "chroma_amount", "ca", 0, "chroma strength"),
+       size(&O::ax, "alpha_msize_x", "ax", "alpha matrix width, odd"),
+       size(&O::ay, "alpha_msize_y", "ay", "alpha matrix height, odd"),
+       amount(&O::aa, "alpha_amount", "aa", 0, "alpha strength"),
+       B::bind(&O::sigma, "sigma",
+               "instead of the matrices: the Gaussian's standard deviation in pixels, on every plane; -1 = not used "
+               "(1 when amount, threshold or sigmaV is given)",
+               -1, -1, kMaxSigma)
+           .named_only(),
+       B::bind(&O::amount, "amount", "with sigma: the strength; 0 = identity, negative softens", 1.0, -2.0, 10.0)
+           .named_only(),
+       B::bind(&O::threshold, "threshold",
+               "with sigma: smallest |src - blur| that is sharpened, in 8-bit units (x257 on 16-bit planes)", 0, 0,
+               255)
+           .named_only(),
+       B::bind(&O::sigma_v, "sigmaV", "with sigma: vertical sigma; -1 = same as sigma", -1, -1, kMaxSigma)
+           .named_only(),
+       planes_option<O>().named_only(),
+       chroma_scale_option<O>(1, "with sigma: divide it on subsampled chroma by the subsampling"),
+       fields_option<O>()},
+      [](const O& o) { return std::make_unique<UnsharpFilter>(o); });
+}
+
+FilterInfo pixelate_info() {
+  using B = OptionSpec;
+  using O = PixelateOptions;
+  return FilterInfo::make<O>(
+      "pixelate",
+      "mosaic: each block x block_y cell (grid from the top-left corner, partial cells at the right and bottom) "
+      "becomes the exact mean of its samples, rounded half up",
+      {B::bind(&O::block, "block", "cell width (and height) in pixels", 16, 1, 4096),
+       B::bind(&O::block_y, "block_y", "cell height; -1 = same as block", -1, -1, 4096), planes_option<O>(),
+       chroma_scale_option<O>(1, "divide the cells on subsampled chroma by the subsampling, so they cover the same "
+                                 "picture area as on luma"),
+       fields_option<O>()},
+      [](const O& o) { return std::make_unique<PixelateFilter>(o); });
 }
 
 }  // namespace
 
-std::vector<FilterInfo> make_blur_filters() {
-  using B = OptionSpec;
-  std::vector<FilterInfo> r;
-  r.push_back(FilterInfo::make<GblurOptions>(
-      "gblur", "Gaussian blur, w(i) = exp(-i^2/(2 sigma^2)), borders clamped to the edge",
-      {B::bind(&GblurOptions::sigma, "sigma", "standard deviation in pixels", 0.5, kMinSigma, kMaxSigma),
-       B::bind(&GblurOptions::radius, "radius", "kernel radius in pixels; -1 = ceil(3 sigma)", -1, -1,
-               kMaxGaussRadius),
-       B::bind(&GblurOptions::sigma_v, "sigmaV", "vertical sigma; -1 = same as sigma", -1, -1, kMaxSigma),
-       planes_option<GblurOptions>(), chroma_scale_option<GblurOptions>(), fields_option<GblurOptions>()},
-      [](const GblurOptions& o) { return std::make_unique<GaussianFilter>(o); }));
-  r.push_back(FilterInfo::make<BoxblurOptions>(
-      "boxblur", "mean over a (2r+1)x(2r+1) window, exact integer sums rounded half up, borders clamped",
-      {B::bind(&BoxblurOptions::radius, "radius", "window radius in pixels; 0 = identity", 2, 0, kMaxBoxRadius),
-       planes_option<BoxblurOptions>(), chroma_scale_option<BoxblurOptions>(), fields_option<BoxblurOptions>()},
-      [](const BoxblurOptions& o) { return std::make_unique<BoxFilter>(o); }));
-  r.push_back(FilterInfo::make<UnsharpOptions>(
-      "unsharp",
-      "sharpen: src + amount * (src - gblur(src)), rounded half up and clamped; where |src - gblur(src)| < "
-      "threshold the sample is kept",
-      {B::bind(&UnsharpOptions::sigma, "sigma", "standard deviation of the blur taken away, in pixels", 1.0,
-               kMinSigma, kMaxSigma),
-       B::bind(&UnsharpOptions::amount, "amount", "strength; 0 = identity, negative softens", 1.0, -2.0, 10.0),
-       B::bind(&UnsharpOptions::threshold, "threshold",
-               "smallest |src - blur| that is sharpened, in 8-bit units (x257 on 16-bit planes)", 0, 0, 255),
-       B::bind(&UnsharpOptions::sigma_v, "sigmaV", "vertical sigma; -1 = same as sigma", -1, -1, kMaxSigma),
-       planes_option<UnsharpOptions>(), chroma_scale_option<UnsharpOptions>(), fields_option<UnsharpOptions>()},
-      [](const UnsharpOptions& o) { return std::make_unique<UnsharpFilter>(o); }));
-  r.push_back(FilterInfo::make<PixelateOptions>(
-      "pixelate",
-      "mosaic: each block x block_y cell (grid from the top-left corner, partial cells at the right and bottom) "
-      "becomes the exact mean of its samples, rounded half up",
-      {B::bind(&PixelateOptions::block, "block", "cell width (and height) in pixels", 16, 1, 4096),
-       B::bind(&PixelateOptions::block_y, "block_y", "cell height; -1 = same as block", -1, -1, 4096),
-       planes_option<PixelateOptions>(), chroma_scale_option<PixelateOptions>(), fields_option<PixelateOptions>()},
-      [](const PixelateOptions& o) { return std::make_unique<PixelateFilter>(o); }));
-  return r;
-}
+std::vector<FilterInfo> make_blur_filters() { return {gblur_info(), boxblur_info(), unsharp_info(), pixelate_info()}; }
 
 }  // namespace streamblur

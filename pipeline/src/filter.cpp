@@ -171,6 +171,19 @@ const FilterInfo* find_filter(const std::string& name) {
   return nullptr;
 }
 
+std::string filter_names() {
+  std::string out;
+  for (const FilterInfo& f : filter_registry()) out += (out.empty() ? "" : ", ") + f.name;
+  return out;
+}
+
+std::string option_names(const FilterInfo& info) {
+  std::string out;
+  for (const OptionSpec& o : info.options)
+    out += (out.empty() ? "" : ", ") + o.name + (o.alias.empty() ? "" : " (or " + o.alias + ")");
+  return out;
+}
+
 std::string filter_list() {
   std::ostringstream s;
   for (const FilterInfo& f : filter_registry()) s << "  " << f.name << "  " << f.help << "\n";
@@ -179,13 +192,19 @@ std::string filter_list() {
 
 std::string filter_help(const std::string& name) {
   const FilterInfo* f = find_filter(name);
-  if (!f) fail("unknown filter " + quoted(name) + " (see --list-filters)");
+  if (!f) fail("unknown filter " + quoted(name) + " (filters: " + filter_names() + ")");
   std::ostringstream s;
-  s << f->name << ": " << f->help << "\nOptions (name=value, separated by ':'; positional values in this order):\n";
+  s << f->name << ": " << f->help
+    << "\nOptions (name=value, separated by ':'; values without a name fill the options in this order, but for "
+       "those by name only):\n";
   for (const OptionSpec& o : f->options) {
-    s << "  " << o.name << " <" << option_type_name(o.type) << ">  " << o.help;
-    if (o.type == OptionType::Planes) s << " (default all)\n";
-    else s << " (default " << format_number(o.default_value) << ", range " << format_number(o.min) << " to " << format_number(o.max) << ")\n";
+    s << "  " << o.name << (o.alias.empty() ? "" : ", " + o.alias) << " <" << option_type_name(o.type) << ">  "
+      << o.help;
+    const std::string by_name = o.positional ? "" : "; by name only";
+    if (o.type == OptionType::Planes) s << " (default all" << by_name << ")\n";
+    else
+      s << " (default " << format_number(o.default_value) << ", range " << format_number(o.min) << " to "
+        << format_number(o.max) << by_name << ")\n";
   }
   for (const OptionHook& hook : option_hooks()) s << hook.help();
   return s.str();
@@ -255,8 +274,8 @@ FilterInstanceSpec parse_filter(const std::string& item) {
   const std::vector<std::string> parts = chain_text::split(item, "=");
   const std::string name = chain_text::unquote(parts[0]);
   const FilterInfo* info = find_filter(name);
-  if (!info) fail("unknown filter " + quoted(name) + " (see --list-filters)");
-  FilterInstanceSpec inst{info, {}, {}};
+  if (!info) fail("unknown filter " + quoted(name) + " (filters: " + filter_names() + ")");
+  FilterInstanceSpec inst{info, {}, {}, {}};
   for (const OptionSpec& o : info->options) inst.values[o.name] = o.default_value;
   const bool has_options = parts.size() > 1;
   std::string options = has_options ? item.substr(parts[0].size() + 1) : "";
@@ -272,6 +291,7 @@ FilterInstanceSpec parse_filter(const std::string& item) {
     if (kv.size() == 1) {  // positional
       value = chain_text::unquote(token);
       if (named_seen) fail(info->name + ": positional value " + quoted(value) + " after a named option");
+      while (position < info->options.size() && !info->options[position].positional) ++position;
       if (position >= info->options.size()) fail(info->name + ": too many values (" + quoted(value) + ")");
       opt = &info->options[position++];
     } else {
@@ -279,9 +299,10 @@ FilterInstanceSpec parse_filter(const std::string& item) {
       const std::string key = chain_text::unquote(kv[0]);
       value = chain_text::unquote(token.substr(kv[0].size() + 1));
       for (const OptionSpec& o : info->options)
-        if (o.name == key) opt = &o;
-      if (!opt) fail(info->name + ": unknown option " + quoted(key) + " (see --help-filter " + info->name + ")");
+        if (o.name == key || (!o.alias.empty() && o.alias == key)) opt = &o;
+      if (!opt) fail(info->name + ": unknown option " + quoted(key) + " (its options: " + option_names(*info) + ")");
     }
+    inst.given.insert(opt->name);  // given twice: the last value holds, as in FFmpeg
     inst.values[opt->name] = parse_value(info->name, *opt, value);
   }
   return inst;
@@ -297,7 +318,7 @@ std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec) {
     const std::string item = trim(raw);
     if (item.empty()) fail("empty filter in chain " + quoted(spec) + " (a ',' with nothing before or after it)");
     FilterInstanceSpec inst = parse_filter(item);
-    inst.info->create(inst.values);  // validates option combinations now, not at the first frame
+    inst.info->create(inst.values, inst.given);  // validates option combinations now, not at the first frame
     chain.push_back(std::move(inst));
   }
   return chain;
@@ -305,7 +326,7 @@ std::vector<FilterInstanceSpec> parse_filter_chain(const std::string& spec) {
 
 FilterChain::FilterChain(const std::vector<FilterInstanceSpec>& specs) {
   for (const FilterInstanceSpec& s : specs) {
-    std::unique_ptr<Filter> f = s.info->create(s.values);
+    std::unique_ptr<Filter> f = s.info->create(s.values, s.given);
     for (const auto& d : s.decorations) f = d->wrap(std::move(f));
     filters_.push_back(std::move(f));
   }

@@ -191,8 +191,12 @@ def test_chain_equals_gaussian_then_box():
 def test_chain_positional_and_planes_option():
     img = pattern((20, 20), np.uint16)
     # planes= selects planes of video frames; an image is one plane, always filtered
-    np.testing.assert_array_equal(streamblur.Chain("boxblur=2:planes=u")(img), streamblur.box_blur(img, 2))
-    np.testing.assert_array_equal(streamblur.Chain("boxblur=2")(img), streamblur.box_blur(img, 2))
+    np.testing.assert_array_equal(streamblur.Chain("boxblur=radius=2:planes=u")(img), streamblur.box_blur(img, 2))
+    # FFmpeg's positional order: luma_radius, luma_power (default 2: the window twice, rounded once)
+    np.testing.assert_array_equal(streamblur.Chain("boxblur=2:1")(img), support.reference_box_blur(img, 2))
+    twice = support.reference_box_blur(support.reference_box_blur(img, 2), 2)
+    assert max_diff(streamblur.Chain("boxblur=2")(img), twice) <= 1
+    assert max_diff(streamblur.Chain("boxblur=2")(img), streamblur.box_blur(img, 2)) > 1
 
 
 def test_chain_out_and_cpu_backend():

@@ -111,13 +111,8 @@ def numpy_gaussian(plane, sigma_x, sigma_y):
 
 
 def expected_blur(frame_planes, width, height, sigma):
-    """gblur=sigma=S on every plane; subsampled chroma gets sigma / 2 per subsampled axis (chroma_scale=1)."""
-    out = []
-    for p in frame_planes:
-        lw = round(math.log2(width / p.shape[1]))
-        lh = round(math.log2(height / p.shape[0]))
-        out.append(numpy_gaussian(p, max(0.1, sigma / 2**lw), max(0.1, sigma / 2**lh)))
-    return out
+    """gblur=sigma=S: S on every plane, in that plane's own pixels (FFmpeg's meaning, chroma_scale=0)."""
+    return [numpy_gaussian(p, sigma, sigma) for p in frame_planes]
 
 
 class DiffStats:

@@ -175,8 +175,8 @@ def test_process_video_pixels_pts_and_audio(tmp_path, backend, request):
         assert fmt_out == fmt_in == "yuv420p"
         assert tout == pytest.approx(tin, abs=1e-6), f"frame {k}: pts {tout} s, input {tin} s"
         assert [p.shape for p in pout] == [(49, 65), (25, 33), (25, 33)]
-        # Chroma is blurred with sigma scaled by its subsampling (chroma_scale=1): 0.75 on 4:2:0 chroma.
-        for plane, sigma in zip(range(3), (1.5, 0.75, 0.75)):
+        # Every plane takes sigma in its own pixels, as in FFmpeg (gblur's chroma_scale=0).
+        for plane, sigma in zip(range(3), (1.5, 1.5, 1.5)):
             assert_close_unbiased(pout[plane], reference_gaussian(pin[plane], sigma), f"frame {k} plane {plane}")
         assert not all((a == b).all() for a, b in zip(pout, pin)), "the blur changed nothing"
     # Audio: the same packets (bytes and times) in the output.

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -126,7 +127,10 @@ struct PlaneMask {
 template <class Options>
 struct OptionRow;
 
-// One row of a filter's options table: name, help, type, default, range.
+// One row of a filter's options table: name, help, type, default, range;
+// as in FFmpeg's tables a second, short name (alias: "lr" for luma_radius),
+// and whether a value without a name may fill it (positional; FFmpeg's
+// shorthand takes the rows in table order, aliases once).
 struct OptionSpec {
   std::string name;
   std::string help;
@@ -138,6 +142,8 @@ struct OptionSpec {
   // filter's options struct (type-erased; FilterInfo::make pairs it with the
   // struct it was bound to).
   std::function<void(void* options, double value)> store;
+  std::string alias;        // "" for none
+  bool positional = true;   // false: only by name (streamblur's options after FFmpeg's)
 
   // A row bound to `field` of Options. Options is deduced from the pointer;
   // name it (bind<GblurOptions, bool>(&GblurOptions::fields, ...)) for a
@@ -151,7 +157,23 @@ struct OptionSpec {
 template <class Options>
 struct OptionRow {
   OptionSpec spec;
+  // The row with FFmpeg's short name as well ("lr").
+  OptionRow alias(std::string short_name) && {
+    spec.alias = std::move(short_name);
+    return std::move(*this);
+  }
+  // The row taken only by name, never by position.
+  OptionRow named_only() && {
+    spec.positional = false;
+    return std::move(*this);
+  }
 };
+
+// The names of the options a filter's text gave (by name, alias or
+// position), by their row names: what an options struct with a member
+// `std::set<std::string> given` receives, for options whose meaning
+// depends on which others were given.
+using GivenOptions = std::set<std::string>;
 
 // The OptionType of an options-struct field of type Field.
 template <class Field>
@@ -168,7 +190,7 @@ constexpr OptionType option_type_of() {
 template <class Options, class Field>
 OptionRow<Options> OptionSpec::bind(Field Options::*field, std::string name, std::string help, double default_value,
                                     double min, double max) {
-  OptionSpec s{std::move(name), std::move(help), option_type_of<Field>(), default_value, min, max, {}};
+  OptionSpec s{std::move(name), std::move(help), option_type_of<Field>(), default_value, min, max, {}, {}, true};
   s.store = [field](void* options, double v) {
     Field& f = static_cast<Options*>(options)->*field;
     if constexpr (std::is_same_v<Field, PlaneMask>) f.bits = static_cast<unsigned>(v);
@@ -189,8 +211,9 @@ struct FilterInfo {
   std::string help;
   std::vector<OptionSpec> options;
   // Builds the filter: fills its options struct from `values` through the
-  // rows' bindings (a value missing from `values` takes the row's default).
-  std::function<std::unique_ptr<Filter>(const OptionValues&)> create;
+  // rows' bindings (a value missing from `values` takes the row's default),
+  // and its `given` member, where it has one, from `given`.
+  std::function<std::unique_ptr<Filter>(const OptionValues&, const GivenOptions&)> create;
 
   // The registry entry of a filter built from an Options struct by `make`
   // (a callable taking const Options&).
@@ -198,12 +221,14 @@ struct FilterInfo {
   static FilterInfo make(std::string name, std::string help, std::vector<OptionRow<Options>> rows, Make make) {
     FilterInfo info{std::move(name), std::move(help), {}, {}};
     for (OptionRow<Options>& r : rows) info.options.push_back(std::move(r.spec));
-    info.create = [specs = info.options, make = std::move(make)](const OptionValues& values) -> std::unique_ptr<Filter> {
+    info.create = [specs = info.options, make = std::move(make)](
+                      const OptionValues& values, const GivenOptions& given) -> std::unique_ptr<Filter> {
       Options o{};
       for (const OptionSpec& s : specs) {
         const auto it = values.find(s.name);
         s.store(&o, it == values.end() ? s.default_value : it->second);
       }
+      if constexpr (requires { o.given; }) o.given = given;
       return make(static_cast<const Options&>(o));
     };
     return info;
@@ -219,6 +244,10 @@ const FilterInfo* find_filter(const std::string& name);
 std::string filter_help(const std::string& name);
 // `--list-filters` text.
 std::string filter_list();
+// "gblur, boxblur, ...": the registered filters' names, for messages.
+std::string filter_names();
+// "sigma, steps (or s), ...": a filter's option names, for messages.
+std::string option_names(const FilterInfo& info);
 
 // What an option hook makes of its options: a wrapper around the filter
 // (regions.hpp: the filter limited to boxes).
@@ -248,6 +277,7 @@ const std::vector<OptionHook>& option_hooks();
 struct FilterInstanceSpec {
   const FilterInfo* info = nullptr;
   OptionValues values;
+  GivenOptions given;  // the options the text named or filled by position
   std::vector<std::shared_ptr<const FilterDecoration>> decorations;
 };
 
