@@ -227,7 +227,7 @@ const std::vector<OptionsRow> kOptionsRows = {
        o.hwdec = HwDecode::Nvdec;
        o.backend = BackendChoice::Cpu;
      },
-     "--hwdec nvdec needs the cuda backend (frames stay in device memory)"},
+     "NVDEC decoding needs the CUDA backend (its frames stay in device memory)"},
     {"unknown output extension", [](PipelineOptions& o, const Media& m) { o.output = m.dir.file("out.nosuchext"); },
      "cannot tell the container of output '{dir}/out.nosuchext' from its extension"},
 };
@@ -376,7 +376,7 @@ const std::vector<CliRow> kCliRows = {
     {"output is the input", {"{in}", "{in}", "-y"}, 1,
      "streamblur: error: output '{in}' is the input file; choose another output"},
     {"nvdec on the cpu backend", {"{in}", "{out}", "--backend", "cpu", "--hwdec", "nvdec"}, 1,
-     "streamblur: error: --hwdec nvdec needs the cuda backend (frames stay in device memory)"},
+     "streamblur: error: NVDEC decoding needs the CUDA backend (its frames stay in device memory)"},
     {"batch without out dir", {"batch", "{in}"}, 2,
      "streamblur: error: --out-dir is required (see --help)"},
     {"batch without inputs", {"batch", "--out-dir", "{dir}/o"}, 2,

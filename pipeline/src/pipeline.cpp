@@ -298,7 +298,7 @@ bool Pipeline::cuda_may_be_needed() const {
 io::AVBufferRefPtr Pipeline::nvdec_device(const AVCodecParameters& par, const AVCodec& decoder) {
   const bool required = opt_.hwdec == HwDecode::Nvdec;
   auto refuse = [&](const std::string& why) -> io::AVBufferRefPtr {
-    if (required) throw std::runtime_error("--hwdec nvdec: " + why);
+    if (required) throw std::runtime_error("NVDEC decoding was asked for, but " + why);
     note_("decode: cpu (" + why + ")");
     return nullptr;
   };
@@ -327,7 +327,7 @@ void Pipeline::open_input() {
   ropt.warn = [this](const std::string& line) { note_(line); };
   ropt.span = span_;
   if (opt_.hwdec == HwDecode::Nvdec && opt_.backend == BackendChoice::Cpu)
-    throw std::invalid_argument("--hwdec nvdec needs the cuda backend (frames stay in device memory)");
+    throw std::invalid_argument("NVDEC decoding needs the CUDA backend (its frames stay in device memory)");
   // NVDEC only where CUDA is started at all (the cpu backend, or nothing to
   // do on the GPU, decodes on the CPU without a note).
   if (opt_.hwdec != HwDecode::None && cuda_startup_.valid()) {
@@ -338,7 +338,7 @@ void Pipeline::open_input() {
   reader_ = std::make_unique<io::MediaReader>(opt_.input, ropt);
   vinfo_ = &reader_->video();
   if (!vinfo_->hw_note.empty()) {
-    if (opt_.hwdec == HwDecode::Nvdec) throw std::runtime_error("--hwdec nvdec: " + vinfo_->hw_note);
+    if (opt_.hwdec == HwDecode::Nvdec) throw std::runtime_error("NVDEC decoding was asked for, but " + vinfo_->hw_note);
     note_("decode: cpu (" + vinfo_->hw_note + ")");
   }
 }
@@ -388,7 +388,7 @@ void Pipeline::choose_backend() {
     const CudaStartup& cs = cuda_startup_.get();
     if (cs.devices == 0) {
       if (opt_.backend == BackendChoice::Cuda) throw std::runtime_error("backend cuda: no CUDA device is available");
-      if (opt_.hwdec == HwDecode::Nvdec) throw std::runtime_error("--hwdec nvdec: no CUDA device is available");
+      if (opt_.hwdec == HwDecode::Nvdec) throw std::runtime_error("NVDEC decoding was asked for, but no CUDA device is available");
       backend_ = Backend::Cpu;
       why = "backend: cpu (auto: no CUDA device)";
     } else {
@@ -634,7 +634,7 @@ void Pipeline::stage_in_surface(FrameSlot* s, const AVFrame& f) {
     return;
   }
   throw std::runtime_error("NVDEC gave " + pixel_format_name(sw) + " surfaces for " + pixel_format_name(proc_fmt_) +
-                           " video; this combination is not supported (use --hwdec none)");
+                           " video; this combination is not supported (decode on the CPU instead)");
 }
 
 // Stage-in + filters: the frame's planes reach the slot's device buffer
