@@ -108,14 +108,14 @@ MUTATIONS = [
       "leaving[g] = load_samples(row(min(max(y + g - ry - 1, 0), height - 1)), s0, samples, whole);",
       "leaving[g] = load_samples(row(min(max(y + g - ry, 0), height - 1)), s0, samples, whole);", gpu=True),
     M("cuda-running-eight-outputs-step", "window", "kernels/src/blur_running.cu",
-      "              before[j % C] = sum;", "              if (h == 0) before[j % C] = sum;", gpu=True),
+      "        before[j % C] = sum;", "        if (h == 0) before[j % C] = sum;", gpu=True),
     M("cuda-running-row-step", "window", "kernels/src/blur_running.cu",
       "next_quotient(qs[j], static_cast<int>(sum - above_sum[j]), inv_count);",
       "next_quotient(qs[j], 0, inv_count);", gpu=True),
     M("cuda-running-wrap-records-first-row", "window", "kernels/src/blur_running.cu",
       "|| (g == 0 && y == y0); };", "|| (g == 0 && y == y0 && false); };", gpu=True),
     M("cuda-running-four-outputs", "window", "kernels/src/blur_running.cu",
-      "load4(P, s4 + off_hi, hi);", "load4(P, s4 + off_hi - 1, hi);", gpu=True),
+      "load4(P, s4 + off_hi, hi, m_hi);", "load4(P, s4 + off_hi - 1, hi, m_hi);", gpu=True),
     M("cuda-running-load-phase", "window", "kernels/src/blur_running.cu",
       "case 1: groups(integral_constant<int, 2>{}, integral_constant<int, 3>{}); break;",
       "case 1: groups(integral_constant<int, 3>{}, integral_constant<int, 2>{}); break;", gpu=True),
@@ -185,8 +185,8 @@ MUTATIONS = [
     M("cuda-register-fixed-point-remainder", "weights", "kernels/src/blur_tiled.cu",
       "    q[R] += (1 << kTapBits) - sum;", "    (void)sum;", gpu=True),
     M("cuda-tensor-lo-dropped", "weights", "kernels/src/blur_tensor.cu",
-      "          *reinterpret_cast<__half2*>(h_lo + i) = __floats2half2_rn(v0 - f.x, v1 - f.y);",
-      "          *reinterpret_cast<__half2*>(h_lo + i) = __floats2half2_rn(0.0f, 0.0f);", gpu=True),
+      "        *reinterpret_cast<__half2*>(h_lo + i) = __floats2half2_rn(v0 - f.x, v1 - f.y);",
+      "        *reinterpret_cast<__half2*>(h_lo + i) = __floats2half2_rn(0.0f, 0.0f);", gpu=True),
     M("cuda-tensor-column-offset", "borders", "kernels/src/blur_tensor.cu",
       "  taps.x_offset = align4(rx) - rx;", "  taps.x_offset = align4(rx) - rx + (rx % 4 == 1);",
       gpu=True),
@@ -195,15 +195,15 @@ MUTATIONS = [
     M("cuda-tensor-last-tile-row", "borders", "kernels/src/blur_tensor.cu",
       "      if (y >= height || x >= width) continue;", "      if (y >= height - 1 || x >= width) continue;", gpu=True),
     M("cuda-tensor-vertical-band-short", "weights", "kernels/src/blur_tensor.cu",
-      "      for (int s = 0; s < SY; ++s) {\n        // b[0], b[1]",
-      "      for (int s = 0; s < (SY > 1 ? SY - 1 : 1); ++s) {\n        // b[0], b[1]", gpu=True),
+      "    for (int s = 0; s < SY; ++s) {\n      // b[0], b[1]",
+      "    for (int s = 0; s < (SY > 1 ? SY - 1 : 1); ++s) {\n      // b[0], b[1]", gpu=True),
     M("cuda-tensor-pair-staging", "planes", "kernels/src/blur_tensor.cu",
       "make_uint2(to_half2(words[k][0], 0x4341), to_half2(words[k][1], 0x4341));",
       "make_uint2(to_half2(words[k][1], 0x4341), to_half2(words[k][0], 0x4341));", gpu=True),
     M("cuda-tensor-pair-late-round", "planes", "kernels/src/blur_tensor.cu",
       "height, following % tiles_x * kTileW,\n", "height, tile % tiles_x * kTileW,\n", gpu=True),
     M("cuda-tensor-pair-interleave", "planes", "kernels/src/blur_tensor.cu",
-      "v = make_uint4(__byte_perm(u.x, w.x, 0x5140),", "v = make_uint4(__byte_perm(u.x, w.x, 0x4051),", gpu=True),
+      "return make_uint4(__byte_perm(u.x, w.x, 0x5140),", "return make_uint4(__byte_perm(u.x, w.x, 0x4051),", gpu=True),
     M("graph-branch-wrong-plane", "planes", "pipeline/src/filter.cpp",
       "work(planes[b + 1], st);", "work(planes[b], st);", gpu=True),
     M("graph-kept-after-scratch-moves", "planes", "pipeline/src/filter.cpp",
@@ -221,25 +221,25 @@ MUTATIONS = [
     M("no-chroma-location", "stream copy", "io/src/writer.cpp",
       "ctx->chroma_sample_location = first.chroma_location;", "/* mutation: no chroma location */"),
     M("no-passthrough-disposition", "stream copy", "io/src/writer.cpp",
-      "    st->disposition = ist->disposition;\n    copy_stream_metadata(&st->metadata, ist->metadata);\n    stream_map",
-      "    copy_stream_metadata(&st->metadata, ist->metadata);\n    stream_map"),
+      "  st->disposition = ist.disposition;\n  copy_stream_metadata(&st->metadata, ist.metadata);\n  stream_map",
+      "  copy_stream_metadata(&st->metadata, ist.metadata);\n  stream_map"),
     M("no-passthrough-tags", "stream copy", "io/src/writer.cpp",
-      "    copy_stream_metadata(&st->metadata, ist->metadata);\n    stream_map", "    stream_map"),
+      "  copy_stream_metadata(&st->metadata, ist.metadata);\n  stream_map", "  stream_map"),
     # ---- colour tags
     M("no-colour-range", "colour tags", "io/src/writer.cpp",
       "ctx->color_range = first.color_range;", "/* mutation: no colour range */"),
     # ---- overwrite refusal and temp files
-    M("overwrite-not-refused", "overwrite", "pipeline/src/pipeline.cpp",
-      "if (fs::exists(opt_.output, ec) && !opt_.overwrite)", "if (false && fs::exists(opt_.output, ec))"),
-    M("temp-left-on-failure", "temp files", "pipeline/src/pipeline.cpp",
-      "        if (directory) fs::remove_all(path, ec);\n        else fs::remove(path, ec);",
-      "        (void)directory;"),
+    M("overwrite-not-refused", "overwrite", "pipeline/src/output_file.cpp",
+      "    if (r.replaces && !rules.overwrite)", "    if (false && r.replaces && !rules.overwrite)"),
+    M("temp-left-on-failure", "temp files", "pipeline/src/output_file.cpp",
+      "    if (kind_ == OutputKind::Sequence) fs::remove_all(temp_, ec);\n    else ::unlink(temp_.c_str());",
+      "    (void)ec;"),
     # ---- order, pts, exit codes
     M("no-reordering", "order", "pipeline/src/pipeline.cpp",
       "make_edge(finish_node, in_order);", "make_edge(finish_node, sink_node);"),
     M("video-pts-shifted", "pts", "io/src/writer.cpp",
       "pts = av_rescale_q(pts, m.input_video_tb, m.enc_tb);", "pts = av_rescale_q(pts, m.input_video_tb, m.enc_tb) + 1;"),
-    M("ctrl-c-exits-0", "exit codes", "apps/streamblur.cpp",
+    M("ctrl-c-exits-0", "exit codes", "apps/cli_report.cpp",
       "int interrupted_status() { return 128 + g_first_signal.load(); }", "int interrupted_status() { return 0; }"),
     # ---- metadata
     M("no-chapters", "metadata", "io/src/writer.cpp",
@@ -273,9 +273,17 @@ def main():
     ap.add_argument("--worktree", action="store_true",
                     help="copy the working tree's files (tracked and untracked, not ignored) instead of cloning HEAD")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--check", action="store_true",
+                    help="check that each mutation's text occurs once in its file (none went stale) and exit")
     ap.add_argument("-R", dest="regex", default="", help="run only the ctest tests matching this regex")
     a = ap.parse_args()
     chosen = [m for m in MUTATIONS if not a.k or any(k in m.name or k in m.kind for k in a.k)]
+    if a.check:
+        stale = [m for m in chosen if open(os.path.join(root, m.path)).read().count(m.old) != 1]
+        for m in stale:
+            print(f"mutations: {m.name}: its text is not in {m.path} exactly once; update it to the code", file=sys.stderr)
+        print(f"mutations: {len(chosen) - len(stale)} of {len(chosen)} apply")
+        return 1 if stale else 0
     if a.list:
         for m in chosen:
             print(f"{m.name:34} {m.kind:12} {m.path}{'  (gpu)' if m.gpu else ''}{'  (python)' if m.python else ''}")

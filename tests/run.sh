@@ -11,6 +11,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 [ "${1:-}" = "--install" ] && bash apps/install-deps.sh
 bash tests/check_function_length.sh   # no function over 100 lines (lizard)
+python3 tests/mutations.py --check    # every deliberate bug still applies to the code
 export PATH="/usr/local/cuda/bin:$PATH"
 build="${STREAMBLUR_BUILD_DIR:-build}"
 jobs="$(nproc)"
