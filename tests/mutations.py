@@ -229,9 +229,9 @@ MUTATIONS = [
     M("no-colour-range", "colour tags", "io/src/writer.cpp",
       "ctx->color_range = first.color_range;", "/* mutation: no colour range */"),
     # ---- overwrite refusal and temp files
-    M("overwrite-not-refused", "overwrite", "pipeline/src/output_file.cpp",
+    M("overwrite-not-refused", "overwrite", "io/src/output_file.cpp",
       "    if (r.replaces && !rules.overwrite)", "    if (false && r.replaces && !rules.overwrite)"),
-    M("temp-left-on-failure", "temp files", "pipeline/src/output_file.cpp",
+    M("temp-left-on-failure", "temp files", "io/src/output_file.cpp",
       "    if (kind_ == OutputKind::Sequence) fs::remove_all(temp_, ec);\n    else ::unlink(temp_.c_str());",
       "    (void)ec;"),
     # ---- order, pts, exit codes
@@ -263,8 +263,16 @@ def run(cmd, cwd, env=None, log=None, timeout=3600):
     return r.returncode
 
 
-def main():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def check_texts(root, chosen):
+    """1 when a mutation's text is not in its file exactly once (it went stale), else 0."""
+    stale = [m for m in chosen if open(os.path.join(root, m.path)).read().count(m.old) != 1]
+    for m in stale:
+        print(f"mutations: {m.name}: its text is not in {m.path} exactly once; update it to the code", file=sys.stderr)
+    print(f"mutations: {len(chosen) - len(stale)} of {len(chosen)} apply")
+    return 1 if stale else 0
+
+
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-k", action="append", default=[], help="only mutations whose name or class contains this")
     ap.add_argument("--gpu", action="store_true", help="run the gpu=True mutations too (STREAMBLUR_REQUIRE_GPU=1)")
@@ -276,14 +284,15 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="check that each mutation's text occurs once in its file (none went stale) and exit")
     ap.add_argument("-R", dest="regex", default="", help="run only the ctest tests matching this regex")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    a = parse_args()
     chosen = [m for m in MUTATIONS if not a.k or any(k in m.name or k in m.kind for k in a.k)]
     if a.check:
-        stale = [m for m in chosen if open(os.path.join(root, m.path)).read().count(m.old) != 1]
-        for m in stale:
-            print(f"mutations: {m.name}: its text is not in {m.path} exactly once; update it to the code", file=sys.stderr)
-        print(f"mutations: {len(chosen) - len(stale)} of {len(chosen)} apply")
-        return 1 if stale else 0
+        return check_texts(root, chosen)
     if a.list:
         for m in chosen:
             print(f"{m.name:34} {m.kind:12} {m.path}{'  (gpu)' if m.gpu else ''}{'  (python)' if m.python else ''}")
