@@ -15,7 +15,7 @@
 
 #include "cli_report.hpp"
 #include "streamblur/pipeline/batch.hpp"
-#include "streamblur/pipeline/output_file.hpp"
+#include "streamblur/io/output_file.hpp"
 #include "streamblur/pipeline/stats_json.hpp"
 
 namespace streamblur::cli {
@@ -102,7 +102,7 @@ std::optional<std::string> plan_jobs(const std::vector<std::string>& inputs, con
       return "inputs '" + it->second + "' and '" + in + "' have the same file name; both would be written to '" +
              (out_dir / name).string() + "'";
     const fs::path out = out_dir / name;
-    if (same_file(in, out.string(), true))
+    if (io::same_file(in, out.string(), true))
       return "output '" + out.string() + "' would be the input '" + in + "'; choose another --out-dir";
     b.jobs.push_back({in, out.string()});
   }
@@ -124,7 +124,7 @@ std::string summary_path(const BatchCommand& cmd, const fs::path& out_dir) {
 // any work (whether they exist is for each file's run and the summary's
 // OutputFile to say).
 std::optional<std::string> check_batch_outputs(const BatchOptions& b, const std::string& summary) {
-  std::vector<NamedOutput> outputs;
+  std::vector<io::NamedOutput> outputs;
   std::vector<std::string> inputs;
   for (const BatchJob& j : b.jobs) {
     outputs.push_back({j.output, "output"});
@@ -132,7 +132,7 @@ std::optional<std::string> check_batch_outputs(const BatchOptions& b, const std:
   }
   outputs.push_back({summary, "summary"});
   try {
-    check_outputs(outputs, {true, inputs, {}});
+    io::check_outputs(outputs, {true, inputs, {}});
   } catch (const std::runtime_error& e) {
     return std::string(e.what());
   }
@@ -253,10 +253,10 @@ int run_batch_command(const CommonOptions& common, const BatchCommand& cmd) {
   }
   std::vector<std::string> inputs;
   for (const BatchJob& j : b.jobs) inputs.push_back(j.input);
-  std::optional<OutputFile> summary;
+  std::optional<io::OutputFile> summary;
   BatchConsole console;
   try {
-    summary.emplace(summary_path, "summary", OutputRules{common.overwrite, inputs, {}});
+    summary.emplace(summary_path, "summary", io::OutputRules{common.overwrite, inputs, {}});
     if (!common.progress_url.empty())
       console.progress_file = std::make_unique<ProgressWriter>(common.progress_url, common.overwrite, inputs);
   } catch (const std::exception& e) {

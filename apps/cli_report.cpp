@@ -11,8 +11,8 @@
 
 #include "streamblur/io/av_error.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
-#include "streamblur/pipeline/detail/temp_outputs.hpp"
-#include "streamblur/pipeline/output_file.hpp"
+#include "streamblur/io/detail/temp_outputs.hpp"
+#include "streamblur/io/output_file.hpp"
 
 namespace streamblur::cli {
 
@@ -28,7 +28,7 @@ std::string location_of(const std::exception& e) {
 }  // namespace
 
 std::string shown_error(const std::exception& e, bool verbose) {
-  std::string line = shown_error(e.what(), dynamic_cast<const OutputExistsError*>(&e) != nullptr, false);
+  std::string line = shown_error(e.what(), dynamic_cast<const io::OutputExistsError*>(&e) != nullptr, false);
   if (verbose) {
     if (const std::string where = location_of(e); !where.empty()) line += " (at " + where + ")";
   }
@@ -49,7 +49,7 @@ extern "C" void on_stop_signal(int sig) {
   if (g_signals.fetch_add(1) == 0) g_first_signal.store(sig);
   g_stop.store(true);
   if (g_signals.load() > 1) {
-    remove_temp_outputs_in_signal_handler();
+    io::remove_temp_outputs_in_signal_handler();
     ::_exit(128 + sig);
   }
 }
@@ -83,7 +83,7 @@ std::FILE* open_progress_file(const std::string& path, bool overwrite, bool& own
   if (exists && S_ISDIR(st.st_mode)) throw std::runtime_error("cannot write progress file '" + path + "': it is a folder");
   owned = !exists || S_ISREG(st.st_mode);
   if (exists && S_ISREG(st.st_mode) && !overwrite)
-    throw OutputExistsError("progress file '" + path + "' exists");
+    throw io::OutputExistsError("progress file '" + path + "' exists");
   int flags = O_WRONLY | O_CLOEXEC;
   if (owned) flags |= O_CREAT | (exists ? O_TRUNC : O_EXCL);
   const int fd = ::open(path.c_str(), flags, 0644);
@@ -116,7 +116,7 @@ ProgressWriter::ProgressWriter(const std::string& url, bool overwrite, const std
     return;
   }
   path_ = url.rfind("file:", 0) == 0 ? url.substr(5) : url;
-  check_outputs({{path_, "progress file"}}, {true, inputs, {}});
+  io::check_outputs({{path_, "progress file"}}, {true, inputs, {}});
   file_ = open_progress_file(path_, overwrite, owned_);
 }
 

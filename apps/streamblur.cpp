@@ -24,7 +24,7 @@ extern "C" {
 #include "cli_report.hpp"
 #include "streamblur/io/log.hpp"
 #include "streamblur/pipeline/filter_reference.hpp"
-#include "streamblur/pipeline/output_file.hpp"
+#include "streamblur/io/output_file.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 #include "streamblur/pipeline/stats_json.hpp"
 
@@ -114,13 +114,13 @@ void report_run(const RunStats& st, const CommonOptions& c) {
 // The side outputs: checked with the video against the input, and opened
 // before any work (a stats file's temporary, a progress file).
 struct SideOutputs {
-  std::optional<OutputFile> stats;
+  std::optional<io::OutputFile> stats;
   std::unique_ptr<ProgressWriter> progress;
 };
 
 void open_side_outputs(const SingleCommand& s, const CommonOptions& c, const PipelineOptions& opt, SideOutputs& side) {
-  const OutputRules rules{c.overwrite, {opt.input}, opt.note};
-  std::vector<NamedOutput> outputs = {{opt.output, "output"}};
+  const io::OutputRules rules{c.overwrite, {opt.input}, opt.note};
+  std::vector<io::NamedOutput> outputs = {{opt.output, "output"}};
   if (!s.stats_json.empty()) outputs.push_back({s.stats_json, "stats file"});
   const bool progress_to_stdout = ProgressWriter::is_stdout(c.progress_url);
   if (!c.progress_url.empty() && !progress_to_stdout && c.progress_url != "pipe:2")
@@ -128,14 +128,14 @@ void open_side_outputs(const SingleCommand& s, const CommonOptions& c, const Pip
                        "progress file"});
   if (progress_to_stdout && opt.output == "-")
     throw std::invalid_argument("the video and the progress cannot both go to standard output");
-  check_outputs(outputs, rules);
+  io::check_outputs(outputs, rules);
   if (!s.stats_json.empty()) side.stats.emplace(s.stats_json, "stats file", rules);
   if (!c.progress_url.empty()) side.progress = std::make_unique<ProgressWriter>(c.progress_url, c.overwrite,
                                                                                  std::vector<std::string>{opt.input});
 }
 
 // Writes --stats-json; a failure removes the video (the stats are part of the result).
-int write_stats(const PipelineOptions& opt, const RunStats& st, OutputFile& file, bool verbose) {
+int write_stats(const PipelineOptions& opt, const RunStats& st, io::OutputFile& file, bool verbose) {
   nlohmann::ordered_json j = {{"input", opt.input}, {"output", opt.output}};
   const nlohmann::ordered_json stats = nlohmann::ordered_json::parse(run_stats_json(st));
   for (const auto& [key, value] : stats.items()) j[key] = value;

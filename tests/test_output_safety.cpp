@@ -26,7 +26,7 @@
 #include "cli_support.hpp"
 #include "streamblur/io/reader.hpp"
 #include "streamblur/pipeline/detail/test_hooks.hpp"
-#include "streamblur/pipeline/output_file.hpp"
+#include "streamblur/io/output_file.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 #include "streamblur/testing/synthetic_clip.hpp"
 #include "test_support.hpp"
@@ -107,8 +107,8 @@ class OutputFileRules : public ::testing::TestWithParam<bool> {  // named tempor
 TEST_P(OutputFileRules, AppearsOnlyWhenCommitted) {
   const std::string path = dir.file("stats.json");
   {
-    OutputFile f(path, "stats file", {});
-    EXPECT_EQ(f.kind(), OutputKind::File);
+    io::OutputFile f(path, "stats file", {});
+    EXPECT_EQ(f.kind(), io::OutputKind::File);
     f.write("{}\n");
     EXPECT_FALSE(fs::exists(path));
     // Unnamed: nothing at all in the folder; named: one hidden file.
@@ -121,7 +121,7 @@ TEST_P(OutputFileRules, AppearsOnlyWhenCommitted) {
 
 TEST_P(OutputFileRules, NotCommittedLeavesNothing) {
   {
-    OutputFile f(dir.file("out.json"), "stats file", {});
+    io::OutputFile f(dir.file("out.json"), "stats file", {});
     f.write("partial");
   }
   EXPECT_TRUE(dir.listing().empty());
@@ -130,10 +130,10 @@ TEST_P(OutputFileRules, NotCommittedLeavesNothing) {
 TEST_P(OutputFileRules, ExistingFileNeedsOverwrite) {
   const std::string path = dir.file("out.json");
   write_text(path, "precious");
-  EXPECT_THROW(OutputFile(path, "stats file", {}), OutputExistsError);
+  EXPECT_THROW(io::OutputFile(path, "stats file", {}), io::OutputExistsError);
   EXPECT_EQ(bytes_of(path), "precious");
   {
-    OutputFile f(path, "stats file", {true, {}, {}});
+    io::OutputFile f(path, "stats file", {true, {}, {}});
     f.write("new");
     EXPECT_EQ(bytes_of(path), "precious");  // until the commit
     f.commit();
@@ -145,10 +145,10 @@ TEST_P(OutputFileRules, ExistingFileNeedsOverwrite) {
 // Issue 41 case 6: a file made at the path during the run is not replaced.
 TEST_P(OutputFileRules, FileCreatedDuringTheRunIsNotReplaced) {
   const std::string path = dir.file("out.json");
-  OutputFile f(path, "stats file", {});
+  io::OutputFile f(path, "stats file", {});
   f.write("ours");
   write_text(path, "theirs");
-  EXPECT_THROW(f.commit(), OutputExistsError);
+  EXPECT_THROW(f.commit(), io::OutputExistsError);
   EXPECT_EQ(bytes_of(path), "theirs");
   EXPECT_EQ(dir.listing(), std::vector<std::string>{"out.json"});
 }
@@ -160,7 +160,7 @@ TEST_P(OutputFileRules, InputIsNeverWrittenHoweverSpelled) {
   fs::create_directory(dir.path() / "sub");
   for (const std::string& spelled : {in, (dir.path() / "sub" / ".." / "in.mp4").string(), dir.file("alias.mp4")}) {
     SCOPED_TRACE(spelled);
-    const std::string err = error_of([&] { OutputFile(spelled, "stats file", {true, {in}, {}}); });
+    const std::string err = error_of([&] { io::OutputFile(spelled, "stats file", {true, {in}, {}}); });
     EXPECT_TRUE(contains(err, "is the input")) << err;
   }
   EXPECT_EQ(bytes_of(in), "video");
@@ -173,7 +173,7 @@ TEST_P(OutputFileRules, SymlinkIsWrittenThrough) {
   const std::string target = (dir.path() / "real" / "t.json").string(), link = dir.file("link.json");
   fs::create_symlink("real/t.json", link);  // relative, and dangling at first
   for (const char* text : {"first", "second"}) {
-    OutputFile f(link, "stats file", {std::string(text) == "second", {}, {}});
+    io::OutputFile f(link, "stats file", {std::string(text) == "second", {}, {}});
     f.write(text);
     f.commit();
     EXPECT_TRUE(is_link(link));
@@ -193,7 +193,7 @@ TEST_P(OutputFileRules, StaleTemporariesOfDeadRunsAreRemoved) {
   fs::create_directory(dir.path() / stale_folder);
   write_text((dir.path() / stale_folder / "o001.png").string(), "x");
   std::vector<std::string> notes;
-  OutputFile f(dir.file("other.json"), "stats file", {false, {}, [&](const std::string& s) { notes.push_back(s); }});
+  io::OutputFile f(dir.file("other.json"), "stats file", {false, {}, [&](const std::string& s) { notes.push_back(s); }});
   ASSERT_EQ(notes.size(), 2u);
   for (const std::string& n : notes) EXPECT_TRUE(contains(n, "removed") && contains(n, "earlier run")) << n;
   EXPECT_FALSE(fs::exists(dir.file(stale)));
@@ -210,8 +210,8 @@ TEST(OutputFileSpecial, FifoIsStreamedInto) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   FifoReader got(fifo);
   {
-    OutputFile f(fifo, "stats file", {});  // no overwriting needed: nothing is replaced
-    EXPECT_EQ(f.kind(), OutputKind::Stream);
+    io::OutputFile f(fifo, "stats file", {});  // no overwriting needed: nothing is replaced
+    EXPECT_EQ(f.kind(), io::OutputKind::Stream);
     f.write("through the pipe");
     f.commit();
   }
@@ -222,10 +222,10 @@ TEST(OutputFileSpecial, FifoIsStreamedInto) {
 TEST(OutputFileSpecial, DevicesAndDescriptorLinksAreWrittenThrough) {
   for (const char* p : {"/dev/null", "/dev/stdout", "/dev/fd/1", "-"}) {
     SCOPED_TRACE(p);
-    OutputFile f(p, "stats file", {});
-    EXPECT_EQ(f.kind(), OutputKind::Stream);
+    io::OutputFile f(p, "stats file", {});
+    EXPECT_EQ(f.kind(), io::OutputKind::Stream);
   }
-  OutputFile null("/dev/null", "stats file", {});
+  io::OutputFile null("/dev/null", "stats file", {});
   null.write("gone");
   null.commit();
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
@@ -234,8 +234,8 @@ TEST(OutputFileSpecial, DevicesAndDescriptorLinksAreWrittenThrough) {
 
 TEST(OutputFileSpecial, FoldersAndMissingFoldersAreRefused) {
   TempDir dir;
-  EXPECT_TRUE(contains(error_of([&] { OutputFile(dir.path().string(), "stats file", {}); }), "is a folder"));
-  EXPECT_TRUE(contains(error_of([&] { OutputFile(dir.file("no/such/x.json"), "stats file", {}); }), "does not exist"));
+  EXPECT_TRUE(contains(error_of([&] { io::OutputFile(dir.path().string(), "stats file", {}); }), "is a folder"));
+  EXPECT_TRUE(contains(error_of([&] { io::OutputFile(dir.file("no/such/x.json"), "stats file", {}); }), "does not exist"));
   EXPECT_TRUE(dir.listing().empty());
 }
 
@@ -243,11 +243,11 @@ TEST(CheckOutputs, TwoOutputsThatAreOneFile) {
   TempDir dir;
   const std::string a = dir.file("a.json");
   const std::string err = error_of([&] {
-    check_outputs({{a, "output"}, {(dir.path() / "." / "a.json").string(), "stats file"}}, {});
+    io::check_outputs({{a, "output"}, {(dir.path() / "." / "a.json").string(), "stats file"}}, {});
   });
   EXPECT_TRUE(contains(err, "are one file")) << err;
   // /dev/null twice destroys nothing.
-  EXPECT_NO_THROW(check_outputs({{"/dev/null", "output"}, {"/dev/null", "stats file"}}, {}));
+  EXPECT_NO_THROW(io::check_outputs({{"/dev/null", "output"}, {"/dev/null", "stats file"}}, {}));
 }
 
 // ---------------------------------------------------------------------------
@@ -270,7 +270,7 @@ TEST(PipelineOutput, FileCreatedDuringTheRunIsNotReplaced) {
   hooks.on_finish = [&](int64_t i) {
     if (i == 2) write_text(out, "someone else's");
   };
-  EXPECT_THROW(detail::run_pipeline_with_hooks(o, hooks), OutputExistsError);
+  EXPECT_THROW(detail::run_pipeline_with_hooks(o, hooks), io::OutputExistsError);
   EXPECT_EQ(bytes_of(out), "someone else's");
   EXPECT_EQ(dir.listing(), (std::vector<std::string>{"in.mkv", "out.mkv"}));
 }

@@ -1,4 +1,4 @@
-#include "streamblur/pipeline/output_file.hpp"
+#include "streamblur/io/output_file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,9 +18,9 @@
 #include <regex>
 
 #include "streamblur/io/stream_metadata.hpp"
-#include "streamblur/pipeline/detail/temp_outputs.hpp"
+#include "streamblur/io/detail/temp_outputs.hpp"
 
-namespace streamblur {
+namespace streamblur::io {
 namespace fs = std::filesystem;
 
 namespace {
@@ -363,4 +363,4 @@ void OutputFile::commit_sequence(int64_t frames) {
   }
 }
 
-}  // namespace streamblur
+}  // namespace streamblur::io

@@ -1,4 +1,4 @@
-#include "streamblur/pipeline/detail/temp_outputs.hpp"
+#include "streamblur/io/detail/temp_outputs.hpp"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstring>
 
-namespace streamblur {
+namespace streamblur::io {
 namespace {
 
 constexpr int kSlots = 256;          // pipelines writing at once in one process
@@ -71,4 +71,4 @@ void remove_temp_outputs_in_signal_handler() noexcept {
     }
 }
 
-}  // namespace streamblur
+}  // namespace streamblur::io

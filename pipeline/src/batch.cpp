@@ -20,7 +20,7 @@
 
 #include "streamblur/io/reader.hpp"
 #include "streamblur/kernels/cuda_check.hpp"
-#include "streamblur/pipeline/output_file.hpp"
+#include "streamblur/io/output_file.hpp"
 
 namespace streamblur {
 namespace fs = std::filesystem;
@@ -98,10 +98,10 @@ void check_jobs(const BatchOptions& options) {
   for (const BatchJob& j : jobs) {
     if (j.input.empty()) throw std::invalid_argument("batch: a job has no input");
     if (j.output.empty()) throw std::invalid_argument("batch: input '" + j.input + "' has no output");
-    if (std::string id = path_identity(j.input, true); !id.empty()) inputs.emplace(id, j.input);
+    if (std::string id = io::path_identity(j.input, true); !id.empty()) inputs.emplace(id, j.input);
   }
   for (const BatchJob& j : jobs) {
-    const std::string id = path_identity(j.output);
+    const std::string id = io::path_identity(j.output);
     if (auto [it, fresh] = outputs.emplace(id, j.output); !fresh && !id.empty())
       throw std::invalid_argument("batch: two inputs would be written to the same output '" + j.output + "'");
     // Writing over any input (its own or another job's) would destroy it while it may still be read.
@@ -260,7 +260,7 @@ void BatchRun::run_file(std::size_t i, int device) {
   try {
     r.stats = run_pipeline(opt);
     r.ok = true;
-  } catch (const OutputExistsError& e) {
+  } catch (const io::OutputExistsError& e) {
     r.error = one_line(e.what());
     r.output_exists = true;
   } catch (const std::exception& e) {

@@ -34,7 +34,7 @@ extern "C" {
 #include "streamblur/kernels/cuda_convert.hpp"
 #include "streamblur/kernels/cuda_raii.hpp"
 #include "streamblur/pipeline/detail/test_hooks.hpp"
-#include "streamblur/pipeline/output_file.hpp"
+#include "streamblur/io/output_file.hpp"
 #include "streamblur/pipeline/regions.hpp"
 
 namespace streamblur {
@@ -262,7 +262,7 @@ class Pipeline {
   io::AVBufferPoolPtr out_pool_;
   int out_pool_bytes_ = 0;
   std::vector<std::unique_ptr<FrameSlot>> slots_;
-  std::optional<OutputFile> out_;  // the output's temporary until it is committed (output_file.hpp)
+  std::optional<io::OutputFile> out_;  // the output's temporary until it is committed (output_file.hpp)
   io::EncoderOptions enc_;
   std::unique_ptr<io::MediaWriter> writer_;
   RunStats stats_;
@@ -825,7 +825,7 @@ RunStats Pipeline::run() {
   null_sink_ = opt_.output.empty();
   // The output's temporary exists before any work, so an unwritable path
   // fails at once; it is removed on every way out but success.
-  if (!null_sink_) out_.emplace(opt_.output, "output", OutputRules{opt_.overwrite, {opt_.input}, [this](const std::string& s) { note_(s); }});
+  if (!null_sink_) out_.emplace(opt_.output, "output", io::OutputRules{opt_.overwrite, {opt_.input}, [this](const std::string& s) { note_(s); }});
   // The CUDA context starts on its own thread while the input and decoder open.
   if (cuda_may_be_needed()) cuda_startup_ = std::async(std::launch::async, start_cuda, opt_.device).share();
   open_input();

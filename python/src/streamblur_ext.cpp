@@ -60,7 +60,7 @@ extern "C" {
 #include "streamblur/pipeline/batch.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
-#include "streamblur/pipeline/output_file.hpp"
+#include "streamblur/io/output_file.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 #include "streamblur/pipeline/stats_json.hpp"
 
@@ -1482,7 +1482,7 @@ NB_MODULE(_streamblur, m) {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
-    } catch (const OutputExistsError& e) {
+    } catch (const io::OutputExistsError& e) {
       PyErr_SetString(PyExc_FileExistsError, (std::string(e.what()) + " (pass overwrite=True to replace it)").c_str());
     } catch (const io::AVError& e) {
       set_located_error(e.what(), e.location());

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace streamblur {
+namespace streamblur::io {
 
 // The output exists, or appeared during the run, and overwriting was not asked for.
 class OutputExistsError : public std::runtime_error {
@@ -111,4 +111,4 @@ class OutputFile {
   int slot_ = -1;        // detail/temp_outputs.hpp registry slot of temp_
 };
 
-}  // namespace streamblur
+}  // namespace streamblur::io

@@ -7,7 +7,7 @@
 // only, never installed (cmake/install.cmake), not part of the API.
 #include <string>
 
-namespace streamblur {
+namespace streamblur::io {
 
 // Registers `path`; returns its slot, or -1 when the table is full or the path
 // too long (the file is then only removed by the normal error path). A
@@ -20,4 +20,4 @@ void unregister_temp_output(int slot) noexcept;
 // removes every registered folder). For a signal handler that is about to call _exit().
 void remove_temp_outputs_in_signal_handler() noexcept;
 
-}  // namespace streamblur
+}  // namespace streamblur::io
