@@ -15,7 +15,6 @@
 
 #include "streamblur/io/reader.hpp"
 #include "streamblur/testing/synthetic_clip.hpp"
-#include "streamblur/kernels/cuda_check.hpp"
 
 namespace streamblur::bench {
 namespace fs = std::filesystem;
@@ -162,7 +161,7 @@ class PipelineBench {
 
 PipelineBench::PipelineBench(const PipelineBenchOptions& opt, std::vector<std::string>* notes)
     : opt_(opt), notes_(notes) {
-  const bool gpu = cuda::device_count() > 0;
+  const bool gpu = cuda_device_count() > 0;
   if (opt.cuda && gpu) backends_.push_back(Backend::Cuda);
   if (opt.cpu || backends_.empty()) backends_.push_back(Backend::Cpu);
   nvdec_ = opt.nvdec && opt.cuda && gpu;

@@ -1,6 +1,9 @@
 #include "bench_scale.hpp"
 
+#include "streamblur/config.hpp"
+#if STREAMBLUR_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -17,7 +20,6 @@
 #include "bench_pipeline.hpp"
 #include "bench_table.hpp"
 #include "streamblur/io/reader.hpp"
-#include "streamblur/kernels/cuda_check.hpp"
 
 namespace streamblur::bench {
 namespace fs = std::filesystem;
@@ -72,8 +74,10 @@ class DeviceMemorySampler {
   std::vector<size_t> used() const {
     std::vector<size_t> u(devices_.size(), 0);
     for (size_t i = 0; i < devices_.size(); ++i) {
+#if STREAMBLUR_HAVE_CUDA
       size_t free = 0, total = 0;
       if (cudaSetDevice(devices_[i]) == cudaSuccess && cudaMemGetInfo(&free, &total) == cudaSuccess) u[i] = total - free;
+#endif
     }
     return u;
   }
@@ -338,7 +342,7 @@ std::vector<int> checked_stream_counts(const ScaleBenchOptions& opt) {
 // CUDA backend: the devices asked for (every device when none), each checked.
 void choose_devices(const ScaleBenchOptions& opt, Backend backend, ScaleReport& report) {
   if (backend != Backend::Cuda) return;
-  const int count = cuda::device_count();
+  const int count = cuda_device_count();
   report.devices = opt.devices;
   if (report.devices.empty())
     for (int d = 0; d < count; ++d) report.devices.push_back(d);
@@ -391,7 +395,7 @@ void warm_up(const Setup& s, ScaleReport& report) {
   if (!opt.nvdec)
     report.nvdec_reason = "--no-nvdec";
   else if (s.backend != Backend::Cuda)
-    report.nvdec_reason = cuda::device_count() > 0 ? "CPU backend chosen" : "no CUDA device";
+    report.nvdec_reason = cuda_device_count() > 0 ? "CPU backend chosen" : "no CUDA device";
   const std::vector<int> warm_devices = s.backend == Backend::Cuda ? report.devices : std::vector<int>{0};
   for (int device : warm_devices)
     for (bool nvdec : {false, true}) {

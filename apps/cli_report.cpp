@@ -10,7 +10,10 @@
 #include <stdexcept>
 
 #include "streamblur/io/av_error.hpp"
+#include "streamblur/config.hpp"
+#if STREAMBLUR_HAVE_CUDA
 #include "streamblur/kernels/cuda_check.hpp"
+#endif
 #include "streamblur/io/detail/temp_outputs.hpp"
 #include "streamblur/io/output_file.hpp"
 
@@ -22,7 +25,9 @@ constexpr const char* kUseY = " (use -y to overwrite)";
 
 std::string location_of(const std::exception& e) {
   if (const auto* av = dynamic_cast<const io::AVError*>(&e)) return av->location();
+#if STREAMBLUR_HAVE_CUDA
   if (const auto* cu = dynamic_cast<const cuda::CudaError*>(&e)) return cu->location();
+#endif
   return "";
 }
 }  // namespace

@@ -28,7 +28,7 @@ extern "C" {
 #include "streamblur/io/log.hpp"
 #include "streamblur/testing/synthetic_clip.hpp"
 #include "streamblur/kernels/cpu_blur.hpp"
-#include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/config.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "streamblur/pipeline/stats_json.hpp"
 #include "streamblur/pipeline/batch.hpp"
@@ -184,6 +184,11 @@ bench::KernelBenchOptions kernel_options(bool quick) {
 
 // Prints the kernel table row by row as the rows are measured.
 std::vector<bench::KernelResult> kernel_table(bench::KernelBenchOptions opt) {
+#if !STREAMBLUR_HAVE_CUDA
+  (void)opt;
+  throw std::runtime_error(std::string("kernel benchmark: ") + streamblur::kNoCudaBackend +
+                           " (--backend cpu times the CPU blurs)");
+#else
   const bool npp = bench::npp_available();
   std::printf("Kernel benchmark: median GPU time per plane, rotating over 16 buffers; x_copy = ours / device copy; a forced path "
               "that falls back to another shows 0; fastest = the quickest forced path, * where Auto's took over 5%% longer%s\n",
@@ -192,6 +197,7 @@ std::vector<bench::KernelResult> kernel_table(bench::KernelBenchOptions opt) {
   table.print_header();
   opt.progress = [table](const bench::KernelResult& r) { print_kernel_row(table, r); };
   return bench::run_kernel_bench(opt);
+#endif
 }
 
 std::vector<std::pair<int, int>> parse_kernel_sizes(const KernelsArgs& a) {
@@ -423,12 +429,12 @@ int run_pipeline(PipelineArgs& a) {
   const auto rs = bench::run_pipeline_bench(a.opt, &notes);
   print_pipeline_table(rs);
   std::vector<bench::KernelResult> kr;
-  const bool gpu = streamblur::cuda::device_count() > 0;
+  const bool gpu = streamblur::cuda_device_count() > 0;
   if (a.with_kernels && gpu) {
     std::printf("\n");
     kr = kernel_table(kernel_options(a.tiny));
   } else if (a.with_kernels) {
-    std::printf("\nKernel table: skipped (no CUDA device)\n");
+    std::printf("\nKernel table: skipped (%s)\n", STREAMBLUR_HAVE_CUDA ? "no CUDA device" : "built without CUDA");
   }
   if (!a.json_path.empty()) {
     nlohmann::json jobs = nlohmann::json::array();

@@ -173,11 +173,11 @@ MUTATIONS = [
     M("chroma-sigma-not-scaled", "chroma", "pipeline/src/blur_filters.cpp",
       "return {std::max(kMinSigma, sigma_ / (1 << lw)),", "return {std::max(kMinSigma, sigma_),"),
     # ---- each plane
-    M("gpu-download-drops-last-plane", "planes", "pipeline/src/pipeline.cpp",
-      """      for (int p = 0; p < layout_.num_planes; ++p)
-        av_image_copy_plane(out->data[p], out->linesize[p], host + s->offset[p], static_cast<int>(s->pitch[p]),""",
-      """      for (int p = 0; p < layout_.num_planes - 1; ++p)
-        av_image_copy_plane(out->data[p], out->linesize[p], host + s->offset[p], static_cast<int>(s->pitch[p]),""",
+    M("gpu-download-drops-last-plane", "planes", "pipeline/src/cuda_route.cpp",
+      """  for (int p = 0; p < l.num_planes; ++p)
+    av_image_copy_plane(out->data[p], out->linesize[p], c.plane(false, p), static_cast<int>(c.pitch[p]),""",
+      """  for (int p = 0; p < l.num_planes - 1; ++p)
+    av_image_copy_plane(out->data[p], out->linesize[p], c.plane(false, p), static_cast<int>(c.pitch[p]),""",
       gpu=True),
     M("cuda-register-dp2a-odd-half", "weights", "kernels/src/blur_tiled.cu",
       "else acc = __dp2a_hi(taps.xq[m], odd[i / 4], acc);", "else acc = __dp2a_lo(taps.xq[m], odd[i / 4], acc);",
@@ -204,12 +204,12 @@ MUTATIONS = [
       "height, following % tiles_x * kTileW,\n", "height, tile % tiles_x * kTileW,\n", gpu=True),
     M("cuda-tensor-pair-interleave", "planes", "kernels/src/blur_tensor.cu",
       "return make_uint4(__byte_perm(u.x, w.x, 0x5140),", "return make_uint4(__byte_perm(u.x, w.x, 0x4051),", gpu=True),
-    M("graph-branch-wrong-plane", "planes", "pipeline/src/filter.cpp",
+    M("graph-branch-wrong-plane", "planes", "pipeline/src/chain_graphs.cpp",
       "work(planes[b + 1], st);", "work(planes[b], st);", gpu=True),
-    M("graph-kept-after-scratch-moves", "planes", "pipeline/src/filter.cpp",
-      "if (bytes != graph_device_bytes_ || (branch_device_ >= 0 && device != branch_device_)) {",
-      "if (branch_device_ >= 0 && device != branch_device_) {", gpu=True),
-    M("graph-never-used", "planes", "pipeline/src/filter.cpp",
+    M("graph-kept-after-scratch-moves", "planes", "pipeline/src/chain_graphs.cpp",
+      "if (bytes == device_bytes && (branch_device < 0 || device == branch_device)) return;",
+      "if (branch_device < 0 || device == branch_device) return;", gpu=True),
+    M("graph-never-used", "planes", "pipeline/src/chain_graphs.cpp",
       "  if (nodes < 2) return {};", "  return {};", gpu=True),
     # ---- timestamps and time bases
     M("passthrough-no-rescale", "time bases", "io/src/writer.cpp",

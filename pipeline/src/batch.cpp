@@ -18,8 +18,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "streamblur/config.hpp"
 #include "streamblur/io/reader.hpp"
-#include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/io/output_file.hpp"
 
 namespace streamblur {
@@ -115,7 +115,7 @@ void check_jobs(const BatchOptions& options) {
 // explicit device list means "these GPUs", so a missing one is an error even
 // where Auto would fall back to the CPU.
 std::vector<int> choose_devices(const BatchOptions& options, bool& cpu) {
-  const int device_count = cuda::device_count();
+  const int device_count = cuda_device_count();
   cpu = options.base.backend == BackendChoice::Cpu ||
         (options.base.backend == BackendChoice::Auto && device_count == 0 && options.devices.empty());
   if (cpu) return {};
@@ -129,7 +129,9 @@ std::vector<int> choose_devices(const BatchOptions& options, bool& cpu) {
     throw std::invalid_argument("batch: CUDA device" + std::string(missing.size() > 1 ? "s " : " ") +
                                 join_ints(missing) + (missing.size() > 1 ? " do" : " does") + " not exist (" +
                                 std::to_string(device_count) + " device" + (device_count == 1 ? "" : "s") + " here)");
-  if (device_count == 0) throw std::invalid_argument("batch: backend cuda: no CUDA device is available");
+  if (device_count == 0)
+    throw std::invalid_argument(std::string("batch: ") +
+                                (STREAMBLUR_HAVE_CUDA ? "backend cuda: no CUDA device is available" : kNoCudaBackend));
   std::vector<int> devices = options.devices;
   if (devices.empty())
     for (int d = 0; d < device_count; ++d) devices.push_back(d);

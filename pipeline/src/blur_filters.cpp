@@ -18,14 +18,37 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "streamblur/config.hpp"
 #include "streamblur/kernels/cpu_blur.hpp"
+#if STREAMBLUR_HAVE_CUDA
 #include "streamblur/kernels/cuda_blur.hpp"
+#endif
 #include "streamblur/kernels/effects.hpp"
 #include "streamblur/kernels/params.hpp"
 #include "streamblur/pipeline/filter.hpp"
 
 namespace streamblur {
 namespace {
+
+// Each separable filter's device operation (one per plane).
+#if STREAMBLUR_HAVE_CUDA
+using GpuGaussian = cuda::GaussianBlur;
+using GpuBox = cuda::BoxBlur;
+using GpuUnsharp = cuda::Unsharp;
+#else
+// Without the CUDA backend there is none: FilterChain::configure refuses
+// Backend::Cuda, so no filter makes one.
+struct NoDeviceOp {
+  template <class... Args>
+  explicit NoDeviceOp(const Args&...) { throw std::logic_error(kNoCudaBackend); }
+  void reserve(int, int, int) {}
+  template <class T> void apply(Plane<const T>, Plane<T>, DeviceStream) {}
+  std::size_t device_bytes() const { return 0; }
+};
+using GpuGaussian = NoDeviceOp;
+using GpuBox = NoDeviceOp;
+using GpuUnsharp = NoDeviceOp;
+#endif
 
 template <class T>
 Plane<T> typed(const AnyPlane& p) {
@@ -204,12 +227,12 @@ class BlurFilterBase : public Filter {
   BlurFilterBase(std::string name, const BlurCommonOptions& o)
       : name_(std::move(name)), planes_(o.planes.bits), chroma_scale_(o.chroma_scale), fields_(o.fields) {}
 
-  void apply(int p, const AnyPlane& d, cudaStream_t stream) final {
+  void apply(int p, const AnyPlane& d, DeviceStream stream) final {
     if (!fields_ || d.height < 2) return apply_plane(p, d, stream);
     for (const AnyPlane& field : field_views(d)) apply_plane(p, field, stream);
   }
   bool filters_into() const final { return !fields_ && plane_filters_into(); }
-  void apply_from(int p, const AnyPlane& src, const AnyPlane& dst, cudaStream_t stream) final {
+  void apply_from(int p, const AnyPlane& src, const AnyPlane& dst, DeviceStream stream) final {
     apply_plane_from(p, src, dst, stream);
   }
 
@@ -250,10 +273,10 @@ class BlurFilterBase : public Filter {
   // leaves the plane as it is (FFmpeg's power or amount 0).
   virtual bool make_plane(int p, int lw, int lh, const PlaneLayout& pl, unsigned hit, int bytes) = 0;
   // Blurs one plane (or one field of it) in place.
-  virtual void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) = 0;
+  virtual void apply_plane(int p, const AnyPlane& d, DeviceStream stream) = 0;
   // The same from src into dst, where plane_filters_into().
   virtual bool plane_filters_into() const { return false; }
-  virtual void apply_plane_from(int, const AnyPlane&, const AnyPlane&, cudaStream_t) {}
+  virtual void apply_plane_from(int, const AnyPlane&, const AnyPlane&, DeviceStream) {}
   std::string fields_note() const { return fields_ ? ",fields=1" : ""; }
   std::string name_;
   unsigned planes_;
@@ -273,12 +296,12 @@ class TypedFilter : public BlurFilterBase {
   using BlurFilterBase::BlurFilterBase;
 
  protected:
-  void apply_plane(int p, const AnyPlane& d, cudaStream_t stream) final {
+  void apply_plane(int p, const AnyPlane& d, DeviceStream stream) final {
     auto& self = static_cast<Derived&>(*this);
     if (d.bytes_per_sample == 1) self.template run<uint8_t>(p, typed<uint8_t>(d), stream);
     else self.template run<uint16_t>(p, typed<uint16_t>(d), stream);
   }
-  void apply_plane_from(int p, const AnyPlane& s, const AnyPlane& d, cudaStream_t stream) final {
+  void apply_plane_from(int p, const AnyPlane& s, const AnyPlane& d, DeviceStream stream) final {
     auto& self = static_cast<Derived&>(*this);
     if constexpr (requires(Plane<uint8_t> a) { self.template run_from<uint8_t>(p, a, a, stream); }) {
       if (d.bytes_per_sample == 1) self.template run_from<uint8_t>(p, typed<uint8_t>(s), typed<uint8_t>(d), stream);
@@ -319,13 +342,15 @@ void run_cpu(const cpu::Unsharp& op, Plane<T> plane, std::vector<float>& tmp) {
 }
 
 template <class T, class GpuOp>
-void run_gpu(GpuOp& op, Plane<T> plane, cudaStream_t stream) {
+void run_gpu(GpuOp& op, Plane<T> plane, DeviceStream stream) {
   op.template apply<T>(Plane<const T>(plane), plane, stream);
 }
+#if STREAMBLUR_HAVE_CUDA
 template <class T>
-void run_gpu(cuda::Unsharp& op, Plane<T> plane, cudaStream_t stream) {
+void run_gpu(cuda::Unsharp& op, Plane<T> plane, DeviceStream stream) {
   op.apply<T>(plane, stream);
 }
+#endif
 
 // A filter that is one CPU operation and one CUDA operation per plane, both
 // built from the same per-plane parameters: this base builds them for the
@@ -345,7 +370,7 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
 
   // Each plane passes_[p] times (boxblur's power; 1 for the others).
   template <class T>
-  void run(int p, Plane<T> plane, cudaStream_t stream) {
+  void run(int p, Plane<T> plane, DeviceStream stream) {
     for (int k = 0; k < passes_[p]; ++k) {
       if (this->backend_ == Backend::Cuda) run_gpu<T>(*gpu_[p], plane, stream);
       else run_cpu<T>(*cpu_[p], plane, tmp_[p]);
@@ -353,9 +378,9 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
   }
   // CUDA blurs read src and write dst (unsharp works in place only); further
   // passes run in place on dst.
-  static constexpr bool kGpuInto = !std::is_same_v<GpuOp, cuda::Unsharp>;
+  static constexpr bool kGpuInto = !std::is_same_v<GpuOp, GpuUnsharp>;
   template <class T>
-  void run_from(int p, Plane<T> src, Plane<T> dst, cudaStream_t stream) {
+  void run_from(int p, Plane<T> src, Plane<T> dst, DeviceStream stream) {
     if constexpr (kGpuInto) {
       gpu_[p]->template apply<T>(Plane<const T>(src), dst, stream);
       for (int k = 1; k < passes_[p]; ++k) gpu_[p]->template apply<T>(Plane<const T>(dst), dst, stream);
@@ -391,7 +416,7 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
   std::array<int, 4> passes_{1, 1, 1, 1};
 };
 
-class GaussianFilter final : public SeparableFilter<GaussianFilter, cpu::GaussianBlur, cuda::GaussianBlur> {
+class GaussianFilter final : public SeparableFilter<GaussianFilter, cpu::GaussianBlur, GpuGaussian> {
  public:
   explicit GaussianFilter(const GblurOptions& o)
       : SeparableFilter("gblur", o), sigma_(o.sigma), sigma_v_(vertical_sigma("gblur", o.sigma, o.sigma_v)),
@@ -421,7 +446,7 @@ class GaussianFilter final : public SeparableFilter<GaussianFilter, cpu::Gaussia
 // chroma_scale; otherwise FFmpeg's: each plane class (luma, chroma, alpha)
 // its own radius, in its own pixels, and power (passes), chroma's and
 // alpha's defaulting to luma's.
-class BoxFilter final : public SeparableFilter<BoxFilter, cpu::BoxBlur, cuda::BoxBlur> {
+class BoxFilter final : public SeparableFilter<BoxFilter, cpu::BoxBlur, GpuBox> {
  public:
   struct Class {
     int radius = 0, power = 0;
@@ -473,7 +498,7 @@ class BoxFilter final : public SeparableFilter<BoxFilter, cpu::BoxBlur, cuda::Bo
 // FFmpeg's: each plane class its matrix size (in its own pixels) and amount,
 // the blur the Gaussian with the variance of FFmpeg's binomial matrix.
 // threshold is in 8-bit units (x257 on 16-bit planes).
-class UnsharpFilter final : public SeparableFilter<UnsharpFilter, cpu::Unsharp, cuda::Unsharp> {
+class UnsharpFilter final : public SeparableFilter<UnsharpFilter, cpu::Unsharp, GpuUnsharp> {
  public:
   struct Class {
     int mx = 5, my = 5;
@@ -584,8 +609,11 @@ class PixelateFilter final : public TypedFilter<PixelateFilter> {
     return "pixelate(block=" + std::to_string(block_) + ",block_y=" + std::to_string(block_y_) + fields_note() + ")";
   }
   template <class T>
-  void run(int p, Plane<T> plane, cudaStream_t stream) {
+  void run(int p, Plane<T> plane, DeviceStream stream) {
+#if STREAMBLUR_HAVE_CUDA
     if (backend_ == Backend::Cuda) return cuda::pixelate<T>(plane, bx_[p], by_[p], stream);
+#endif
+    (void)stream;
     tbb::parallel_for(tbb::blocked_range<int>(0, cpu::cell_rows(plane.height, by_[p])),
                       [&](const tbb::blocked_range<int>& r) {
                         cpu::pixelate_cell_rows<T>(plane, bx_[p], by_[p], r.begin(), r.end());

@@ -1,8 +1,12 @@
 // Filter registry, option parsing and the chain.
 #include "streamblur/pipeline/filter.hpp"
 
+#include "chain_graphs.hpp"
+#include "streamblur/config.hpp"
 #include "streamblur/kernels/cpu_blur.hpp"
+#if STREAMBLUR_HAVE_CUDA
 #include "streamblur/kernels/cuda_blur.hpp"
+#endif
 
 extern "C" {
 #include <libavutil/avstring.h>
@@ -22,6 +26,9 @@ extern "C" {
 namespace streamblur {
 
 const char* backend_name(Backend b) { return b == Backend::Cuda ? "cuda" : "cpu"; }
+
+const char* const kNoCudaBackend =
+    "this streamblur was built without the CUDA backend (no CUDA toolkit at build time); only the cpu backend runs";
 
 namespace {
 
@@ -333,6 +340,7 @@ FilterChain::FilterChain(const std::vector<FilterInstanceSpec>& specs) {
 }
 
 void FilterChain::configure(const FrameLayout& layout, Backend backend) {
+  if (!STREAMBLUR_HAVE_CUDA && backend == Backend::Cuda) throw std::runtime_error(kNoCudaBackend);
   backend_ = backend;
   const bool filters_shift = !filters_.empty() && std::all_of(filters_.begin(), filters_.end(), [&](const auto& f) {
     return f->takes_sample_shift(backend);
@@ -343,12 +351,24 @@ void FilterChain::configure(const FrameLayout& layout, Backend backend) {
   for (auto& f : filters_) f->configure(given, backend);
   graph_safe_ = backend == Backend::Cuda && !filters_.empty() &&
                 std::all_of(filters_.begin(), filters_.end(), [](const auto& f) { return f->graph_safe(); });
-  graphs_.clear();
+  graphs_.reset();
 }
 
 void FilterChain::set_graphs(bool on) {
   graphs_on_ = on;
-  graphs_.clear();
+  graphs_.reset();
+}
+
+bool FilterChain::launch_graph(const detail::GraphKey& key, std::span<const int> planes,
+                               const detail::PlaneWork& work, DeviceStream stream) {
+#if STREAMBLUR_HAVE_CUDA
+  if (!graphs_on_ || !graph_safe_) return false;
+  if (!graphs_) graphs_ = detail::make_chain_graphs();
+  return detail::launch_chain_graph(*graphs_, key, planes, work, stream, device_bytes(), graph_stats_);
+#else
+  (void)key, (void)planes, (void)work, (void)stream;
+  return false;  // no CUDA backend: nothing runs on a device
+#endif
 }
 
 // Formats with the value in the high bits (P010): the filters run on the
@@ -357,13 +377,16 @@ void FilterChain::set_graphs(bool on) {
 // zero again after the shift back up. (Blurring the 16-bit samples and then
 // rounding to a multiple of 1 << shift rounds twice: about 1 sample in 128
 // came out one step too high.)
-static void shift_plane(Backend backend, const AnyPlane& a, int shift, cudaStream_t stream) {
+static void shift_plane(Backend backend, const AnyPlane& a, int shift, DeviceStream stream) {
   const Plane<uint16_t> plane(static_cast<uint16_t*>(a.data), a.width, a.height, a.pitch, a.channels);
-  if (backend == Backend::Cuda) cuda::shift_samples(plane, shift, stream);
-  else cpu::shift_samples(plane, shift);
+#if STREAMBLUR_HAVE_CUDA
+  if (backend == Backend::Cuda) return cuda::shift_samples(plane, shift, stream);
+#endif
+  (void)backend, (void)stream;
+  cpu::shift_samples(plane, shift);
 }
 
-void FilterChain::enqueue_plane(int p, const AnyPlane* src, const AnyPlane& dst, cudaStream_t stream) {
+void FilterChain::enqueue_plane(int p, const AnyPlane* src, const AnyPlane& dst, DeviceStream stream) {
   auto f = filters_.begin();
   if (src) (*f++)->apply_from(p, *src, dst, stream);  // apply_from: sample_shift_ == 0
   if (sample_shift_ != 0) shift_plane(backend_, dst, sample_shift_, stream);
@@ -372,18 +395,18 @@ void FilterChain::enqueue_plane(int p, const AnyPlane* src, const AnyPlane& dst,
   if (sample_shift_ != 0) shift_plane(backend_, dst, -sample_shift_, stream);
 }
 
-void FilterChain::apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream,
+void FilterChain::apply(const std::array<AnyPlane, 4>& planes, int num_planes, DeviceStream stream,
                         const FrameContext& frame) {
   for (auto& f : filters_) f->begin_frame(frame);
   std::array<int, 4> touched{};
   int n = 0;
   for (int p = 0; p < num_planes; ++p)
     if (std::any_of(filters_.begin(), filters_.end(), [p](const auto& f) { return f->touches(p); })) touched[n++] = p;
-  GraphKey key;
+  detail::GraphKey key;
   key.dst = planes;
   key.num_planes = num_planes;
   const std::span<const int> list(touched.data(), static_cast<std::size_t>(n));
-  if (launch_graph(key, list, [&](int p, cudaStream_t st) { enqueue_plane(p, nullptr, planes[p], st); }, stream))
+  if (launch_graph(key, list, [&](int p, DeviceStream st) { enqueue_plane(p, nullptr, planes[p], st); }, stream))
     return;
   if (sample_shift_ != 0)
     for (int p : list) shift_plane(backend_, planes[p], sample_shift_, stream);
@@ -395,115 +418,24 @@ void FilterChain::apply(const std::array<AnyPlane, 4>& planes, int num_planes, c
 }
 
 bool FilterChain::apply_from(const std::array<AnyPlane, 4>& src, const std::array<AnyPlane, 4>& dst, int num_planes,
-                             cudaStream_t stream) {
+                             DeviceStream stream) {
   if (filters_.empty() || sample_shift_ != 0 || !filters_.front()->filters_into()) return false;
   for (int p = 0; p < num_planes; ++p)
     if (!filters_.front()->touches(p)) return false;  // an untouched plane would need a copy
   for (auto& f : filters_) f->begin_frame({});
   constexpr std::array<int, 4> kAll{0, 1, 2, 3};
-  GraphKey key;
+  detail::GraphKey key;
   key.src = src;
   key.dst = dst;
   key.num_planes = num_planes;
   const std::span<const int> all(kAll.data(), static_cast<std::size_t>(num_planes));
-  if (launch_graph(key, all, [&](int p, cudaStream_t st) { enqueue_plane(p, &src[p], dst[p], st); }, stream))
+  if (launch_graph(key, all, [&](int p, DeviceStream st) { enqueue_plane(p, &src[p], dst[p], st); }, stream))
     return true;
   for (int p = 0; p < num_planes; ++p) filters_.front()->apply_from(p, src[p], dst[p], stream);
   for (std::size_t i = 1; i < filters_.size(); ++i)
     for (int p = 0; p < num_planes; ++p)
       if (filters_[i]->touches(p)) filters_[i]->apply(p, dst[p], stream);
   return true;
-}
-
-bool FilterChain::launch_graph(const GraphKey& key, std::span<const int> planes, const PlaneWork& work,
-                               cudaStream_t stream) {
-  if (!graphs_on_ || !graph_safe_ || planes.empty()) return false;
-  if (stream == nullptr || stream == cudaStreamLegacy) return false;  // the legacy stream cannot be captured
-  auto find = [&] { return std::find_if(graphs_.begin(), graphs_.end(), [&](const CachedGraph& g) { return g.key == key; }); };
-  // Planes whose work was found to be one launch run directly: nothing more
-  // to check (the capture, device and scratch checks below cost a call's
-  // host time three driver queries).
-  if (const auto it = find(); it != graphs_.end() && it->direct) {
-    it->used = ++graph_clock_;
-    return false;
-  }
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-  if (status != cudaStreamCaptureStatusNone) return false;  // the caller's capture: our launches join its graph
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  const std::size_t bytes = device_bytes();
-  if (bytes != graph_device_bytes_ || (branch_device_ >= 0 && device != branch_device_)) {
-    graphs_.clear();  // scratch reallocated (the graphs point at freed memory), or another device
-    branch_streams_.clear();
-    branch_events_.clear();
-    graph_device_bytes_ = bytes;
-    branch_device_ = -1;
-  }
-  ++graph_clock_;
-  const auto it = find();
-  if (it == graphs_.end()) {  // first call on these planes: launch directly (it may allocate), remember them
-    constexpr std::size_t kGraphs = 16;
-    if (graphs_.size() >= kGraphs)
-      graphs_.erase(std::min_element(graphs_.begin(), graphs_.end(),
-                                     [](const CachedGraph& a, const CachedGraph& b) { return a.used < b.used; }));
-    graphs_.push_back(CachedGraph{key, {}, false, graph_clock_});
-    return false;
-  }
-  it->used = graph_clock_;
-  if (it->direct) return false;
-  if (!it->exec) {
-    it->exec = record_graph(planes, work, stream);
-    if (!it->exec) {
-      it->direct = true;
-      return false;
-    }
-    branch_device_ = device;
-    ++graph_stats_.recorded;
-  }
-  it->exec.launch(stream);
-  ++graph_stats_.launched;
-  return true;
-}
-
-// Records the planes' work into a graph: plane planes[0] on `stream`, every
-// other on a branch stream forked from it and joined back. Empty when it
-// cannot be recorded (an API that stream capture refuses) or is one launch.
-cuda::CudaGraphExec FilterChain::record_graph(std::span<const int> planes, const PlaneWork& work,
-                                              cudaStream_t stream) {
-  const std::size_t branches = planes.size() - 1;
-  while (branch_streams_.size() < branches) branch_streams_.emplace_back();
-  while (branch_events_.size() < branches + 1) branch_events_.emplace_back();
-  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return {};
-  }
-  bool recorded = true;
-  try {
-    branch_events_[0].record(stream);
-    for (std::size_t b = 0; b < branches; ++b) {
-      const cudaStream_t st = branch_streams_[b].get();
-      CUDA_CHECK(cudaStreamWaitEvent(st, branch_events_[0].get(), 0));
-      work(planes[b + 1], st);
-      branch_events_[b + 1].record(st);
-    }
-    work(planes[0], stream);
-    for (std::size_t b = 0; b < branches; ++b) CUDA_CHECK(cudaStreamWaitEvent(stream, branch_events_[b + 1].get(), 0));
-  } catch (const std::exception&) {
-    recorded = false;
-  }
-  cudaGraph_t graph = nullptr;
-  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  const std::unique_ptr<CUgraph_st, decltype(&cudaGraphDestroy)> owned(graph, &cudaGraphDestroy);
-  if (!recorded || ended != cudaSuccess || !graph) {
-    (void)cudaGetLastError();
-    branch_streams_.clear();  // a branch may be left in the failed capture: never reuse it
-    return {};
-  }
-  std::size_t nodes = 0;
-  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
-  if (nodes < 2) return {};  // one launch: a graph launch saves nothing
-  return cuda::CudaGraphExec(graph);
 }
 
 std::size_t FilterChain::device_bytes() const {

@@ -30,36 +30,21 @@ extern "C" {
 #include "streamblur/io/hw_decode.hpp"
 #include "streamblur/io/reader.hpp"
 #include "streamblur/io/stream_metadata.hpp"
-#include "streamblur/kernels/cuda_check.hpp"
-#include "streamblur/kernels/cuda_convert.hpp"
-#include "streamblur/kernels/cuda_raii.hpp"
-#include "streamblur/pipeline/detail/test_hooks.hpp"
+#include "device_session.hpp"
+#include "frame_route.hpp"
+#include "streamblur/config.hpp"
 #include "streamblur/io/output_file.hpp"
+#include "streamblur/pipeline/detail/test_hooks.hpp"
 #include "streamblur/pipeline/regions.hpp"
 
 namespace streamblur {
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-Backend resolve_backend(BackendChoice choice, std::string* why) {
-  const int devices = cuda::device_count();
-  std::string reason;
-  Backend b = Backend::Cpu;
-  switch (choice) {
-    case BackendChoice::Cpu: reason = "backend: cpu (asked for)"; break;
-    case BackendChoice::Cuda:
-      if (devices == 0) throw std::runtime_error("backend cuda: no CUDA device is available");
-      b = Backend::Cuda;
-      reason = "backend: cuda (asked for)";
-      break;
-    case BackendChoice::Auto:
-      b = devices > 0 ? Backend::Cuda : Backend::Cpu;
-      reason = devices > 0 ? "backend: cuda (auto: CUDA device found)" : "backend: cpu (auto: no CUDA device)";
-      break;
-  }
-  if (why) *why = reason;
-  return b;
-}
+using detail::Clock;
+using detail::seconds;
+using detail::FrameSlot;
+using detail::Decoded;
+using detail::DecodedPtr;
+using detail::GpuWait;
 
 HwDecode parse_hwdec(const std::string& text) {
   if (text == "auto") return HwDecode::Auto;
@@ -82,101 +67,6 @@ std::string default_encoder_for(const std::string& output_path, const std::strin
 }
 
 namespace {
-
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// One frame in flight and everything it owns. The slots are the graph's tokens.
-struct FrameSlot {
-  int64_t seq = -1;
-  io::AVFramePtr frame;                      // decoded frame, then the output frame
-  io::AVFramePtr surface;                    // NVDEC surface, held until the GPU has read it
-  std::vector<io::AVPacketPtr> passthrough;  // other streams' packets demuxed before it
-  // CUDA backend
-  cuda::PinnedBuffer host;
-  cuda::DeviceBuffer device;
-  std::optional<cuda::CudaStream> stream;
-  std::optional<cuda::CudaEvent> ev_decoded, ev_start, ev_uploaded, ev_filtered, ev_downloaded;
-  bool downloaded = false;                   // host holds the filtered planes
-  std::array<std::size_t, 4> offset{};       // of each plane in host/device buffers
-  std::array<std::size_t, 4> pitch{};
-  std::size_t bytes = 0;
-  FilterChain chain;
-  std::unique_ptr<io::FrameConverter> back;  // processing format -> input format
-  Clock::time_point ready_at;                // output frame complete, waiting for the sink
-};
-
-// What the decode node hands on.
-struct Decoded {
-  int64_t seq;
-  io::AVFramePtr frame;                      // software frame in the processing format, or an NVDEC surface
-  std::vector<io::AVPacketPtr> passthrough;
-  Clock::time_point at;
-};
-using DecodedPtr = std::shared_ptr<Decoded>;
-
-struct AtomicSeconds {
-  std::atomic<double> v{0};
-  void add(double s) {
-    double cur = v.load();
-    while (!v.compare_exchange_weak(cur, cur + s)) {}
-  }
-};
-
-struct Timers {
-  AtomicSeconds decode_busy, decode_blocked, upload_busy, filter_busy, download_busy, post_blocked, encode_busy;
-};
-
-// Plane pointers of an AVFrame as AnyPlanes.
-std::array<AnyPlane, 4> frame_planes(const AVFrame& f, const FrameLayout& l) {
-  std::array<AnyPlane, 4> p{};
-  for (int i = 0; i < l.num_planes; ++i)
-    p[i] = AnyPlane{f.data[i], l.planes[i].width, l.planes[i].height, f.linesize[i], l.planes[i].channels,
-                    l.bytes_per_sample};
-  return p;
-}
-
-std::size_t row_bytes(const FrameLayout& l, int i) {
-  return static_cast<std::size_t>(l.planes[i].width) * l.planes[i].channels * l.bytes_per_sample;
-}
-
-// The CUDA context, made on a background thread while the input opens
-// (creating it costs 0.2-0.3 s): the runtime's primary context of `device`,
-// and the driver handle FFmpeg's NVDEC needs to share it.
-struct CudaStartup {
-  int devices = 0;
-  void* context = nullptr;  // CUcontext; nullptr when it could not be read (NVDEC then unavailable)
-  std::string error;        // set when the device cannot be used
-};
-
-CudaStartup start_cuda(int device) {
-  CudaStartup r;
-  r.devices = cuda::device_count();
-  if (r.devices == 0) return r;
-  if (device < 0 || device >= r.devices) {
-    r.error = "CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(r.devices) +
-              " device(s) here)";
-    return r;
-  }
-  cudaError_t rc = cudaSetDevice(device);
-  if (rc == cudaSuccess) rc = cudaFree(nullptr);  // creates the primary context now
-  if (rc != cudaSuccess) {
-    r.error = std::string("cannot use CUDA device ") + std::to_string(device) + ": " + cudaGetErrorString(rc);
-    cudaGetLastError();
-    return r;
-  }
-  // The driver's cuCtxGetCurrent through the runtime, so nothing links libcuda
-  // (machines without a driver must still start the program).
-  using GetCurrent = int (*)(void**);
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &found) == cudaSuccess &&
-      found == cudaDriverEntryPointSuccess && fn) {
-    void* ctx = nullptr;
-    if (reinterpret_cast<GetCurrent>(fn)(&ctx) == 0) r.context = ctx;
-  }
-  cudaGetLastError();
-  return r;
-}
 
 // Notes are printed once each.
 class Notes {
@@ -205,8 +95,6 @@ class Pipeline {
   RunStats run();
 
  private:
-  using GpuWait = tbb::flow::async_node<FrameSlot*, FrameSlot*>;
-
   // set-up
   bool cuda_may_be_needed() const;
   io::AVBufferRefPtr nvdec_device(const AVCodecParameters& par, const AVCodec& decoder);
@@ -214,6 +102,7 @@ class Pipeline {
   void estimate_total();
   std::runtime_error empty_span_error() const;
   void choose_backend();
+  void make_route();
   void make_slots();
   void prepare_output();
   // Regions files that cannot match the video: before the first frame, and
@@ -222,18 +111,12 @@ class Pipeline {
   void check_regions_fit();
   void check_regions_used();
   void regions_problem(const std::string& why);
-  void set_device() const {
-    if (device_ >= 0) CUDA_CHECK(cudaSetDevice(device_));
-  }
 
   // stages
   DecodedPtr decode(tbb::flow_control& fc);
   double pace(int64_t pts);
-  FrameContext frame_context(const FrameSlot& s) const;
+  FrameContext frame_context(int64_t seq, const AVFrame& f) const;
   FrameSlot* stage_in(const DecodedPtr& d, FrameSlot* s);
-  void stage_in_surface(FrameSlot* s, const AVFrame& surface);
-  void filter_on_cpu(FrameSlot* s, io::AVFramePtr frame);
-  void gpu_wait(FrameSlot* s, GpuWait::gateway_type& gw);
   FrameSlot* finish(FrameSlot* s);
   FrameSlot* sink(FrameSlot* s);
 
@@ -246,27 +129,22 @@ class Pipeline {
   std::vector<FilterInstanceSpec> chain_spec_;
   std::set<const RegionSpec*> regions_reported_;  // said already: not again at the end
   bool null_sink_ = false;        // no output file
-  std::shared_future<CudaStartup> cuda_startup_;
-  std::optional<cuda::CudaStream> decode_stream_;  // the stream FFmpeg's NVDEC copies surfaces on
+  detail::DeviceSession session_;  // CUDA start-up and NVDEC's device context
   std::unique_ptr<io::MediaReader> reader_;
   const io::VideoInfo* vinfo_ = nullptr;
   Backend backend_ = Backend::Cpu;
   int device_ = -1;               // CUDA device of this pipeline (-1: none)
-  bool use_gpu_ = false;          // frames go through device memory
-  bool sink_on_device_ = false;   // frame_sink takes device planes (no download)
+  bool use_gpu_ = false;          // frames go through device memory (the CUDA route)
   AVPixelFormat proc_fmt_ = AV_PIX_FMT_NONE;
   FrameLayout layout_;
   std::unique_ptr<io::FrameConverter> to_proc_;
-  // Output frames' pixels (CUDA path): reused buffers, so no frame pays for a
-  // fresh allocation; a buffer returns when the encoder lets go of its frame.
-  io::AVBufferPoolPtr out_pool_;
-  int out_pool_bytes_ = 0;
+  std::unique_ptr<detail::FrameRoute> route_;  // the backend's stages (frame_route.hpp)
   std::vector<std::unique_ptr<FrameSlot>> slots_;
   std::optional<io::OutputFile> out_;  // the output's temporary until it is committed (output_file.hpp)
   io::EncoderOptions enc_;
   std::unique_ptr<io::MediaWriter> writer_;
   RunStats stats_;
-  Timers timers_;
+  detail::Timers timers_;
   std::atomic<int64_t> hw_frames_{0}, sw_frames_{0};
   std::atomic<std::size_t> surface_pool_bytes_{0};
   int64_t frames_out_ = 0;
@@ -302,20 +180,18 @@ io::AVBufferRefPtr Pipeline::nvdec_device(const AVCodecParameters& par, const AV
     note_("decode: cpu (" + why + ")");
     return nullptr;
   };
-  const CudaStartup& cs = cuda_startup_.get();
+  const detail::DeviceStartup& cs = session_.startup();
   if (!cs.error.empty()) {
     if (required || opt_.backend == BackendChoice::Cuda) throw std::runtime_error(cs.error);
     return refuse(cs.error);
   }
-  if (cs.devices == 0) return refuse("no CUDA device is available");
+  if (cs.devices == 0) return refuse(STREAMBLUR_HAVE_CUDA ? "no CUDA device is available" : kNoCudaBackend);
   // Auto only decodes on the GPU when the frames go on to GPU work.
   if (!required && chain_spec_.empty() && !(opt_.frame_sink && opt_.sink_memory == SinkMemory::Device)) return nullptr;
   if (const std::string why = io::nvdec_unsupported_reason(par, decoder); !why.empty()) return refuse(why);
   if (!cs.context) return refuse("the CUDA driver's context could not be read");
   try {
-    CUDA_CHECK(cudaSetDevice(opt_.device));
-    decode_stream_.emplace();
-    return io::make_cuda_device_context(cs.context, decode_stream_->get());
+    return session_.make_nvdec_context(opt_.device);
   } catch (const std::exception& e) {
     return refuse(std::string("cannot create the NVDEC decoder: ") + e.what());
   }
@@ -330,7 +206,7 @@ void Pipeline::open_input() {
     throw std::invalid_argument("NVDEC decoding needs the CUDA backend (its frames stay in device memory)");
   // NVDEC only where CUDA is started at all (the cpu backend, or nothing to
   // do on the GPU, decodes on the CPU without a note).
-  if (opt_.hwdec != HwDecode::None && cuda_startup_.valid()) {
+  if (STREAMBLUR_HAVE_CUDA && opt_.hwdec != HwDecode::None && session_.started()) {
     ropt.hw_device = [this](const AVCodecParameters& par, const AVCodec& dec) { return nvdec_device(par, dec); };
     // Surfaces held at once: one per slot, one in the decode node, one being decoded into.
     ropt.extra_hw_frames = opt_.inflight + 2;
@@ -381,21 +257,19 @@ std::runtime_error Pipeline::empty_span_error() const {
 
 void Pipeline::choose_backend() {
   std::string why;
-  if (!cuda_startup_.valid()) {
+  if (!session_.started()) {
     backend_ = Backend::Cpu;
-    why = opt_.backend == BackendChoice::Cpu ? "backend: cpu (asked for)" : "backend: cpu (auto: no GPU work to do)";
+    why = opt_.backend == BackendChoice::Cpu ? "backend: cpu (asked for)"
+          : STREAMBLUR_HAVE_CUDA             ? "backend: cpu (auto: no GPU work to do)"
+                                             : "backend: cpu (auto: built without the CUDA backend)";
   } else {
-    const CudaStartup& cs = cuda_startup_.get();
-    if (cs.devices == 0) {
-      if (opt_.backend == BackendChoice::Cuda) throw std::runtime_error("backend cuda: no CUDA device is available");
-      if (opt_.hwdec == HwDecode::Nvdec) throw std::runtime_error("NVDEC decoding was asked for, but no CUDA device is available");
-      backend_ = Backend::Cpu;
-      why = "backend: cpu (auto: no CUDA device)";
-    } else {
+    const detail::DeviceStartup& cs = session_.startup();
+    backend_ = resolve_backend(opt_.backend, cs.devices, &why);  // cuda asked for without a device: the error
+    if (cs.devices == 0 && opt_.hwdec == HwDecode::Nvdec)
+      throw std::runtime_error("NVDEC decoding was asked for, but no CUDA device is available");
+    if (backend_ == Backend::Cuda) {
       if (!cs.error.empty()) throw std::runtime_error(cs.error);
-      backend_ = Backend::Cuda;
       device_ = opt_.device;
-      why = opt_.backend == BackendChoice::Cuda ? "backend: cuda (asked for)" : "backend: cuda (auto: CUDA device found)";
       if (device_ != 0) why += ", device " + std::to_string(device_);
     }
   }
@@ -405,7 +279,29 @@ void Pipeline::choose_backend() {
   if (vinfo_->hw_decode) note_("decode: nvdec (frames stay in device memory)");
   use_gpu_ = backend_ == Backend::Cuda &&
              (!chain_spec_.empty() || vinfo_->hw_decode || (opt_.frame_sink && opt_.sink_memory == SinkMemory::Device));
-  sink_on_device_ = use_gpu_ && opt_.frame_sink && opt_.sink_memory == SinkMemory::Device;
+}
+
+// The backend's route (frame_route.hpp): the CUDA one where frames go
+// through device memory, else the CPU one.
+void Pipeline::make_route() {
+  detail::RouteSetup r;
+  r.layout = layout_;
+  r.proc_fmt = proc_fmt_;
+  r.width = vinfo_->width;
+  r.height = vinfo_->height;
+  r.filters = !chain_spec_.empty();
+  r.sink_on_device = use_gpu_ && opt_.frame_sink && opt_.sink_memory == SinkMemory::Device;
+  r.output_frames = !opt_.frame_sink;
+  r.device = device_;
+  r.decode_stream = session_.decode_stream();
+  r.timers = &timers_;
+#if STREAMBLUR_HAVE_CUDA
+  if (use_gpu_) {
+    route_ = detail::make_cuda_route(r);
+    return;
+  }
+#endif
+  route_ = detail::make_cpu_route(r);
 }
 
 void Pipeline::make_slots() {
@@ -424,39 +320,19 @@ void Pipeline::make_slots() {
     to_proc_ = std::make_unique<io::FrameConverter>(vinfo_->width, vinfo_->height, vinfo_->pix_fmt, proc_fmt_);
   }
   layout_ = *native_layout(proc_fmt_, vinfo_->width, vinfo_->height);
-  if (use_gpu_) set_device();
+  make_route();
   std::size_t device_bytes = 0;
   for (int i = 0; i < opt_.inflight; ++i) {
     auto s = std::make_unique<FrameSlot>();
     s->chain = FilterChain(chain_spec_);
     s->chain.configure(layout_, backend_);
-    if (use_gpu_) {
-      for (int p = 0; p < layout_.num_planes; ++p) {
-        s->offset[p] = s->bytes;
-        s->pitch[p] = (row_bytes(layout_, p) + 255) / 256 * 256;
-        s->bytes += s->pitch[p] * layout_.planes[p].height;
-      }
-      s->host = cuda::PinnedBuffer(s->bytes);  // staging for CPU-decoded frames (also after an NVDEC fallback)
-      s->device = cuda::DeviceBuffer(s->bytes);
-      s->stream.emplace();
-      s->ev_decoded.emplace(cudaEventDisableTiming);
-      s->ev_start.emplace(cudaEventDefault);
-      s->ev_uploaded.emplace(cudaEventDefault);
-      s->ev_filtered.emplace(cudaEventDefault);
-      s->ev_downloaded.emplace(cudaEventDefault);
-      device_bytes += s->bytes + s->chain.device_bytes();
-    }
+    device_bytes += route_->prepare(*s);
+    if (route_->on_device()) device_bytes += s->chain.device_bytes();
     if (convert_back)
       s->back = std::make_unique<io::FrameConverter>(vinfo_->width, vinfo_->height, proc_fmt_, vinfo_->pix_fmt);
     slots_.push_back(std::move(s));
   }
   stats_.gpu_memory_bytes = device_bytes;
-  if (use_gpu_ && !opt_.frame_sink) {
-    out_pool_bytes_ = av_image_get_buffer_size(proc_fmt_, vinfo_->width, vinfo_->height, 64);
-    if (out_pool_bytes_ <= 0) throw std::runtime_error("cannot size output frames of " + stats_.processing_format);
-    out_pool_.reset(av_buffer_pool_init(static_cast<size_t>(out_pool_bytes_) + 64, nullptr));
-    if (!out_pool_) throw std::bad_alloc();
-  }
   if (!chain_spec_.empty()) stats_.filters = slots_.front()->chain.describe();
 }
 
@@ -581,167 +457,29 @@ double Pipeline::pace(int64_t pts) {
 
 // What time-dependent filters (regions=FILE) see of the slot's frame: its
 // index in output order and its pts in seconds.
-FrameContext Pipeline::frame_context(const FrameSlot& s) const {
+FrameContext Pipeline::frame_context(int64_t seq, const AVFrame& f) const {
   FrameContext c;
-  c.index = s.seq;
-  if (s.frame && s.frame->pts != AV_NOPTS_VALUE) c.pts_seconds = s.frame->pts * av_q2d(vinfo_->time_base);
+  c.index = seq;
+  if (f.pts != AV_NOPTS_VALUE) c.pts_seconds = f.pts * av_q2d(vinfo_->time_base);
   return c;
 }
 
-void Pipeline::filter_on_cpu(FrameSlot* s, io::AVFramePtr frame) {
-  const auto t0 = Clock::now();
-  s->frame = std::move(frame);
-  if (!chain_spec_.empty()) {
-    AV_CHECK_CTX(av_frame_make_writable(s->frame.get()), "cannot make a decoded frame writable");
-    s->chain.apply(frame_planes(*s->frame, layout_), layout_.num_planes, nullptr, frame_context(*s));
-  }
-  timers_.filter_busy.add(seconds(Clock::now() - t0));
-}
-
-// NVDEC frames enter here: the surface (NV12, P010 or YUV444P in device
-// memory) becomes the processing format in the slot's device planes on the
-// slot's stream, after the decoder's copy into it (ev_decoded). No host copy.
-void Pipeline::stage_in_surface(FrameSlot* s, const AVFrame& f) {
-  const cudaStream_t st = s->stream->get();
-  s->ev_decoded->record(decode_stream_->get());
-  CUDA_CHECK(cudaStreamWaitEvent(st, s->ev_decoded->get(), 0));
-  const AVPixelFormat sw = io::hw_frame_sw_format(f);
-  auto dev = [&](int p) { return s->device.as<uint8_t>() + s->offset[p]; };
-  auto pitch = [&](int p) { return static_cast<std::ptrdiff_t>(s->pitch[p]); };
-  const FrameLayout& l = layout_;
-  const int w = l.planes[0].width, h = l.planes[0].height;
-  if ((sw == AV_PIX_FMT_NV12 || sw == AV_PIX_FMT_P010LE) && l.planes[1].log2_chroma_w == 1 && l.planes[1].log2_chroma_h == 1) {
-    const int cw = l.planes[1].width, ch = l.planes[1].height;
-    auto run = [&](auto sample, int shift) {
-      using T = decltype(sample);
-      cuda::shift_copy<T>(Plane<const T>(reinterpret_cast<const T*>(f.data[0]), w, h, f.linesize[0]),
-                          Plane<T>(reinterpret_cast<T*>(dev(0)), w, h, pitch(0)), shift, st);
-      Plane<const T> uv(reinterpret_cast<const T*>(f.data[1]), cw, ch, f.linesize[1], 2);
-      if (l.num_planes == 2)  // nv12 / p010 themselves
-        cuda::shift_copy<T>(uv, Plane<T>(reinterpret_cast<T*>(dev(1)), cw, ch, pitch(1), 2), shift, st);
-      else
-        cuda::split_channels<T>(uv, Plane<T>(reinterpret_cast<T*>(dev(1)), cw, ch, pitch(1)),
-                                Plane<T>(reinterpret_cast<T*>(dev(2)), cw, ch, pitch(2)), shift, st);
-    };
-    if (sw == AV_PIX_FMT_NV12 && l.bytes_per_sample == 1) return run(uint8_t{}, 0);
-    // P010 holds the 10 bits high; yuv420p10le holds them low.
-    if (sw == AV_PIX_FMT_P010LE && l.bytes_per_sample == 2) return run(uint16_t{}, l.sample_shift == 6 ? 0 : 6);
-  }
-  if (sw == AV_PIX_FMT_YUV444P && l.num_planes == 3 && l.bytes_per_sample == 1 && l.planes[1].width == w) {
-    for (int p = 0; p < 3; ++p)
-      cuda::shift_copy<uint8_t>(Plane<const uint8_t>(f.data[p], w, h, f.linesize[p]), Plane<uint8_t>(dev(p), w, h, pitch(p)),
-                                0, st);
-    return;
-  }
-  throw std::runtime_error("NVDEC gave " + pixel_format_name(sw) + " surfaces for " + pixel_format_name(proc_fmt_) +
-                           " video; this combination is not supported (decode on the CPU instead)");
-}
-
-// Stage-in + filters: the frame's planes reach the slot's device buffer
-// (from an NVDEC surface, or uploaded from pinned memory), the chain and the
-// download are queued on the slot's stream. On the CPU backend the filters run here.
+// Stage-in + filters, by the route: on the CUDA route the frame's planes
+// reach the slot's device buffer and the chain and the download are queued
+// on the slot's stream; on the CPU route the filters run here.
 FrameSlot* Pipeline::stage_in(const DecodedPtr& d, FrameSlot* s) {
   timers_.decode_blocked.add(seconds(Clock::now() - d->at));
   s->seq = d->seq;
   s->passthrough = std::move(d->passthrough);
-  s->downloaded = false;
-  if (!use_gpu_) {
-    filter_on_cpu(s, std::move(d->frame));
-    return s;
-  }
-  set_device();
-  const AVFrame& f = *d->frame;
-  const bool surface = f.format == AV_PIX_FMT_CUDA;
-  const cudaStream_t st = s->stream->get();
-  io::AVFramePtr out = io::make_frame();
-  AV_CHECK(av_frame_copy_props(out.get(), &f));
-  out->format = proc_fmt_;
-  out->width = f.width;
-  out->height = f.height;
-  s->ev_start->record(st);
-  if (surface) {
-    stage_in_surface(s, f);
-    s->surface = std::move(d->frame);  // back to the decoder's pool once the GPU has read it
-  } else {
-    // Stage into pinned memory (the decoded frame goes back to the decoder now).
-    auto* host = s->host.as<uint8_t>();
-    for (int p = 0; p < layout_.num_planes; ++p)
-      av_image_copy_plane(host + s->offset[p], static_cast<int>(s->pitch[p]), f.data[p], f.linesize[p],
-                          static_cast<int>(row_bytes(layout_, p)), layout_.planes[p].height);
-    d->frame.reset();
-    CUDA_CHECK(cudaMemcpyAsync(s->device.get(), s->host.get(), s->bytes, cudaMemcpyHostToDevice, st));
-  }
-  s->frame = std::move(out);
-  s->ev_uploaded->record(st);
-  std::array<AnyPlane, 4> dev{};
-  for (int p = 0; p < layout_.num_planes; ++p)
-    dev[p] = AnyPlane{s->device.as<uint8_t>() + s->offset[p], layout_.planes[p].width, layout_.planes[p].height,
-                      static_cast<std::ptrdiff_t>(s->pitch[p]), layout_.planes[p].channels, layout_.bytes_per_sample};
-  if (!chain_spec_.empty()) s->chain.apply(dev, layout_.num_planes, st, frame_context(*s));
-  s->ev_filtered->record(st);
-  if (!sink_on_device_) {
-    CUDA_CHECK(cudaMemcpyAsync(s->host.get(), s->device.get(), s->bytes, cudaMemcpyDeviceToHost, st));
-    s->downloaded = true;
-  }
-  s->ev_downloaded->record(st);
+  route_->stage_in(*s, *d, frame_context(s->seq, *d->frame));
   return s;
 }
 
-// Waits for the slot's GPU work without holding a TBB worker: a host
-// callback on the stream hands the slot on.
-void Pipeline::gpu_wait(FrameSlot* s, GpuWait::gateway_type& gw) {
-  if (!use_gpu_) {
-    gw.try_put(s);
-    return;
-  }
-  struct CallbackData {
-    GpuWait::gateway_type* gateway;
-    FrameSlot* slot;
-  };
-  set_device();
-  gw.reserve_wait();
-  auto cb = std::make_unique<CallbackData>(CallbackData{&gw, s});
-  const cudaError_t rc = cudaLaunchHostFunc(
-      s->stream->get(),
-      [](void* p) {
-        std::unique_ptr<CallbackData> data(static_cast<CallbackData*>(p));
-        data->gateway->try_put(data->slot);
-        data->gateway->release_wait();
-      },
-      cb.get());
-  if (rc != cudaSuccess) {
-    gw.release_wait();
-    CUDA_CHECK(rc);
-  }
-  cb.release();  // the callback owns it now
-}
-
-// After the GPU: the output frame gets its pixels (and the input's pixel
-// format back); a frame sink reads the slot's planes directly instead.
+// After the route's work: the output frame gets its pixels (and the input's
+// pixel format back); a frame sink reads the slot's planes directly instead.
 FrameSlot* Pipeline::finish(FrameSlot* s) {
   s->surface.reset();
-  if (use_gpu_) {
-    set_device();
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, s->ev_start->get(), s->ev_uploaded->get()));
-    timers_.upload_busy.add(ms / 1e3);
-    CUDA_CHECK(cudaEventElapsedTime(&ms, s->ev_uploaded->get(), s->ev_filtered->get()));
-    timers_.filter_busy.add(ms / 1e3);
-    CUDA_CHECK(cudaEventElapsedTime(&ms, s->ev_filtered->get(), s->ev_downloaded->get()));
-    timers_.download_busy.add(ms / 1e3);
-    if (!opt_.frame_sink) {
-      AVFrame* out = s->frame.get();
-      out->buf[0] = av_buffer_pool_get(out_pool_.get());
-      if (!out->buf[0]) throw std::bad_alloc();
-      AV_CHECK_CTX(av_image_fill_arrays(out->data, out->linesize, out->buf[0]->data, proc_fmt_, out->width,
-                                        out->height, 64),
-                   "cannot lay out an output frame");
-      const auto* host = s->host.as<uint8_t>();
-      for (int p = 0; p < layout_.num_planes; ++p)
-        av_image_copy_plane(out->data[p], out->linesize[p], host + s->offset[p], static_cast<int>(s->pitch[p]),
-                            static_cast<int>(row_bytes(layout_, p)), layout_.planes[p].height);
-    }
-  }
+  route_->finish(*s);
   if (s->back) {
     io::AVFramePtr orig = io::make_frame();
     s->back->convert(*s->frame, *orig);
@@ -767,18 +505,7 @@ FrameSlot* Pipeline::sink(FrameSlot* s) {
     v.pts_seconds = f.pts == AV_NOPTS_VALUE ? std::nan("") : f.pts * av_q2d(vinfo_->time_base);
     v.layout = layout_;
     v.device = device_;
-    if (use_gpu_) {
-      set_device();
-      uint8_t* base = sink_on_device_ ? s->device.as<uint8_t>() : s->host.as<uint8_t>();
-      for (int p = 0; p < layout_.num_planes; ++p)
-        v.planes[p] = AnyPlane{base + s->offset[p], layout_.planes[p].width, layout_.planes[p].height,
-                               static_cast<std::ptrdiff_t>(s->pitch[p]), layout_.planes[p].channels,
-                               layout_.bytes_per_sample};
-      v.on_device = sink_on_device_;
-      v.stream = s->stream->get();
-    } else {
-      v.planes = frame_planes(f, layout_);
-    }
+    route_->view(*s, v);
     opt_.frame_sink(v);
   } else if (!null_sink_) {
     if (!writer_) writer_ = std::make_unique<io::MediaWriter>(out_->url(), *reader_, f, enc_);
@@ -822,12 +549,15 @@ RunStats Pipeline::run() {
   span_ = io::ReadSpan{opt_.start_seconds, opt_.duration_seconds, opt_.max_frames};
   io::check_span(span_);
   chain_spec_ = parse_filter_chain(opt_.filters);
+  if (!STREAMBLUR_HAVE_CUDA && opt_.hwdec == HwDecode::Nvdec)
+    throw std::runtime_error(std::string("NVDEC decoding was asked for, but ") + kNoCudaBackend);
+  if (!STREAMBLUR_HAVE_CUDA && opt_.backend == BackendChoice::Cuda) throw std::runtime_error(kNoCudaBackend);
   null_sink_ = opt_.output.empty();
   // The output's temporary exists before any work, so an unwritable path
   // fails at once; it is removed on every way out but success.
   if (!null_sink_) out_.emplace(opt_.output, "output", io::OutputRules{opt_.overwrite, {opt_.input}, [this](const std::string& s) { note_(s); }});
   // The CUDA context starts on its own thread while the input and decoder open.
-  if (cuda_may_be_needed()) cuda_startup_ = std::async(std::launch::async, start_cuda, opt_.device).share();
+  if (cuda_may_be_needed()) session_.start(opt_.device);
   open_input();
   estimate_total();
   choose_backend();
@@ -842,7 +572,7 @@ RunStats Pipeline::run() {
   join_node<std::tuple<DecodedPtr, FrameSlot*>, reserving> take_slot(g);
   function_node<std::tuple<DecodedPtr, FrameSlot*>, FrameSlot*> stage_in_node(
       g, unlimited, [this](const std::tuple<DecodedPtr, FrameSlot*>& in) { return stage_in(std::get<0>(in), std::get<1>(in)); });
-  GpuWait gpu_wait_node(g, unlimited, [this](FrameSlot* s, GpuWait::gateway_type& gw) { gpu_wait(s, gw); });
+  GpuWait gpu_wait_node(g, unlimited, [this](FrameSlot* s, GpuWait::gateway_type& gw) { route_->wait(*s, gw); });
   function_node<FrameSlot*, FrameSlot*> finish_node(g, unlimited, [this](FrameSlot* s) { return finish(s); });
   sequencer_node<FrameSlot*> in_order(g, [](FrameSlot* const& s) -> size_t { return static_cast<size_t>(s->seq); });
   function_node<FrameSlot*, FrameSlot*> sink_node(g, serial, [this](FrameSlot* s) { return sink(s); });
@@ -862,8 +592,7 @@ RunStats Pipeline::run() {
   try {
     g.wait_for_all();
   } catch (...) {
-    for (auto& s : slots_)
-      if (s->stream) cudaStreamSynchronize(s->stream->get());  // no callback may outlive the graph
+    if (route_) route_->drain(slots_);  // no callback may outlive the graph
     throw;
   }
 

@@ -20,8 +20,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "streamblur/kernels/cuda_check.hpp"
-#include "streamblur/kernels/cuda_raii.hpp"
+#include "streamblur/config.hpp"
+#if STREAMBLUR_HAVE_CUDA
+#include "region_blend_cuda.hpp"
+#endif
 
 namespace streamblur {
 namespace {
@@ -643,13 +645,11 @@ class RegionFilter final : public Filter {
     for (int p = 0; p < layout.num_planes; ++p) {
       reach_[p] = inner_->reach(p);
       saved_host_[p].clear();
-      saved_device_[p] = cuda::DeviceBuffer();
-      if (!inner_->touches(p)) continue;
-      const PlaneLayout& pl = layout.planes[p];
-      const std::size_t bytes = static_cast<std::size_t>(pl.width) * pl.channels * layout.bytes_per_sample * pl.height;
-      if (backend == Backend::Cuda) saved_device_[p] = cuda::DeviceBuffer(bytes);
     }
-    if (backend == Backend::Cuda) reserve_boxes(std::max<std::size_t>(1, spec_->max_boxes()));
+#if STREAMBLUR_HAVE_CUDA
+    device_ = detail::RegionBlendCuda();
+    if (backend == Backend::Cuda) device_.configure(layout, *inner_, spec_->max_boxes());
+#endif
   }
   bool touches(int plane) const override { return inner_->touches(plane); }
 
@@ -658,7 +658,9 @@ class RegionFilter final : public Filter {
     inner_->begin_frame(frame);
     std::size_t from_file = 0;
     boxes_ = spec_->boxes_at(frame, &from_file);
-    uploaded_ = false;
+#if STREAMBLUR_HAVE_CUDA
+    device_.begin_frame();
+#endif
     if (!spec_->track) return;
     const bool touched = std::any_of(boxes_.begin(), boxes_.begin() + static_cast<std::ptrdiff_t>(from_file),
                                      [&](const RegionBox& b) {
@@ -667,7 +669,7 @@ class RegionFilter final : public Filter {
     spec_->usage->add(frame, touched);
   }
 
-  void apply(int p, const AnyPlane& d, cudaStream_t stream) override {
+  void apply(int p, const AnyPlane& d, DeviceStream stream) override {
     const Crop c = crop_of(p, d.width, d.height);
     if (c.empty()) return;  // no box reaches this plane: it stays the input
     const std::size_t sample = static_cast<std::size_t>(d.bytes_per_sample);
@@ -686,20 +688,9 @@ class RegionFilter final : public Filter {
     mask.log2_h = layout_.planes[p].log2_chroma_h;
     mask.x0 = c.x0;
     mask.y0 = c.y0;
-    if (backend_ == Backend::Cuda) {
-      upload_boxes(stream);
-      if (saved_device_[p].size() < row * sub.height) saved_device_[p] = cuda::DeviceBuffer(row * sub.height);
-      saved.data = saved_device_[p].get();
-      CUDA_CHECK(cudaMemcpy2DAsync(saved.data, row, sub.data, static_cast<std::size_t>(d.pitch), row,
-                                   static_cast<std::size_t>(sub.height), cudaMemcpyDeviceToDevice, stream));
-      inner_->apply(p, sub, stream);
-      const auto* boxes = boxes_device_.as<const RegionBox>();
-      const int n = static_cast<int>(boxes_.size());
-      if (d.bytes_per_sample == 1) cuda::region_blend<uint8_t>(typed<const uint8_t>(saved), typed<uint8_t>(sub), boxes, n, mask, stream);
-      else cuda::region_blend<uint16_t>(typed<const uint16_t>(saved), typed<uint16_t>(sub), boxes, n, mask, stream);
-      blend_done_->record(stream);
-      return;
-    }
+#if STREAMBLUR_HAVE_CUDA
+    if (backend_ == Backend::Cuda) return device_.apply(*inner_, p, sub, row, boxes_, mask, stream);
+#endif
     std::vector<unsigned char>& buf = saved_host_[p];
     buf.resize(row * sub.height);
     saved.data = buf.data();
@@ -717,9 +708,11 @@ class RegionFilter final : public Filter {
 
   std::string describe() const override { return inner_->describe() + spec_->describe(); }
   std::size_t device_bytes() const override {
-    std::size_t n = inner_->device_bytes() + boxes_device_.size();
-    for (const auto& b : saved_device_) n += b.size();
-    return n;
+#if STREAMBLUR_HAVE_CUDA
+    return inner_->device_bytes() + device_.device_bytes();
+#else
+    return inner_->device_bytes();
+#endif
   }
 
  private:
@@ -754,36 +747,6 @@ class RegionFilter final : public Filter {
     return {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x1), static_cast<int>(y1)};
   }
 
-  void reserve_boxes(std::size_t n) {
-    if (boxes_device_.size() >= n * sizeof(RegionBox) && boxes_host_.size() >= n * sizeof(RegionBox)) return;
-    if (upload_done_ && upload_pending_) upload_done_->synchronize();  // the old buffers may still be read
-    if (blend_done_) blend_done_->synchronize();
-    boxes_device_ = cuda::DeviceBuffer(n * sizeof(RegionBox));
-    boxes_host_ = cuda::PinnedBuffer(n * sizeof(RegionBox));
-    if (!upload_done_) upload_done_.emplace();
-    if (!blend_done_) blend_done_.emplace();
-    upload_pending_ = false;
-  }
-
-  // The frame's boxes into the device array: one small copy from pinned
-  // memory, once per frame, on the first plane's stream. It waits (on the
-  // device) for the last blend that read the array, and the host waits for
-  // the previous copy to have read the pinned buffer before refilling it
-  // (both long done when the chain is used for one frame at a time).
-  void upload_boxes(cudaStream_t stream) {
-    if (uploaded_) return;
-    uploaded_ = true;
-    if (boxes_.empty()) return;
-    reserve_boxes(boxes_.size());
-    if (upload_pending_) upload_done_->synchronize();
-    const std::size_t bytes = boxes_.size() * sizeof(RegionBox);
-    std::memcpy(boxes_host_.get(), boxes_.data(), bytes);
-    CUDA_CHECK(cudaStreamWaitEvent(stream, blend_done_->get(), 0));
-    CUDA_CHECK(cudaMemcpyAsync(boxes_device_.get(), boxes_host_.get(), bytes, cudaMemcpyHostToDevice, stream));
-    upload_done_->record(stream);
-    upload_pending_ = true;
-  }
-
   std::unique_ptr<Filter> inner_;
   std::shared_ptr<const RegionSpec> spec_;
   FrameLayout layout_;
@@ -792,13 +755,9 @@ class RegionFilter final : public Filter {
   std::vector<RegionBox> boxes_;  // this frame's
   // The crop before filtering, per plane.
   std::array<std::vector<unsigned char>, 4> saved_host_;
-  std::array<cuda::DeviceBuffer, 4> saved_device_;
-  // CUDA: the boxes' device array and its pinned staging.
-  cuda::DeviceBuffer boxes_device_;
-  cuda::PinnedBuffer boxes_host_;
-  std::optional<cuda::CudaEvent> upload_done_, blend_done_;
-  bool upload_pending_ = false;
-  bool uploaded_ = false;
+#if STREAMBLUR_HAVE_CUDA
+  detail::RegionBlendCuda device_;  // the same on the device, and the boxes there
+#endif
 };
 
 }  // namespace

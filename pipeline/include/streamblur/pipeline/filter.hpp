@@ -2,8 +2,6 @@
 // Filters: one small class each, created from a registry entry with an
 // options table (as FFmpeg's AVOption tables), configured once per format,
 // then applied plane by plane, in place, on the stream passed in.
-#include <cuda_runtime_api.h>
-
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -18,14 +16,23 @@
 #include <utility>
 #include <vector>
 
-#include "streamblur/kernels/cuda_raii.hpp"
+#include "streamblur/pipeline/device_stream.hpp"
 #include "streamblur/pipeline/frame_layout.hpp"
 
 namespace streamblur {
 
+namespace detail {
+struct ChainGraphs;  // chain_graphs.hpp
+struct GraphKey;
+using PlaneWork = std::function<void(int plane, DeviceStream stream)>;  // the chain's work on one plane
+}  // namespace detail
+
 // Where filters run; backend_name() gives "cpu" or "cuda".
 enum class Backend { Cpu, Cuda };
 const char* backend_name(Backend b);
+// What asking for CUDA work says in a build without the CUDA backend
+// (streamblur/config.hpp: STREAMBLUR_HAVE_CUDA 0).
+extern const char* const kNoCudaBackend;
 
 // A plane of either sample size, on the host (CPU backend) or the device (CUDA).
 struct AnyPlane {
@@ -63,7 +70,7 @@ class Filter {
   // Whether apply() changes plane p (configure() first).
   virtual bool touches(int plane) const = 0;
   // In place. CUDA: enqueued on `stream`, no host sync. CPU: runs now, in parallel.
-  virtual void apply(int plane, const AnyPlane& data, cudaStream_t stream) = 0;
+  virtual void apply(int plane, const AnyPlane& data, DeviceStream stream) = 0;
   virtual std::string describe() const = 0;
   // Device memory the filter holds (weights, scratch) after configure().
   virtual std::size_t device_bytes() const { return 0; }
@@ -78,7 +85,7 @@ class Filter {
   virtual bool filters_into() const { return false; }
   // src and dst: same shape, memory that does not overlap. Only where
   // filters_into(); enqueued on `stream`.
-  virtual void apply_from(int /*plane*/, const AnyPlane& /*src*/, const AnyPlane& /*dst*/, cudaStream_t /*stream*/) {}
+  virtual void apply_from(int /*plane*/, const AnyPlane& /*src*/, const AnyPlane& /*dst*/, DeviceStream /*stream*/) {}
   // Whether the CUDA work of apply()/apply_from() may be recorded once into a
   // CUDA graph and replayed (configure() first): for the same planes it
   // enqueues the same kernels with the same arguments every frame (nothing
@@ -321,14 +328,14 @@ class FilterChain {
   void configure(const FrameLayout& layout, Backend backend);
   bool empty() const { return filters_.empty(); }
   // planes: one per layout plane, same memory space as the backend.
-  void apply(const std::array<AnyPlane, 4>& planes, int num_planes, cudaStream_t stream,
+  void apply(const std::array<AnyPlane, 4>& planes, int num_planes, DeviceStream stream,
              const FrameContext& frame = {});
   // The chain from src into dst (separate memory, same shapes), where its
   // first filter writes every plane of dst from src (Filter::filters_into)
   // and the rest run in place on dst. Returns false, having done nothing,
   // where that is not so; the caller then copies and calls apply().
   bool apply_from(const std::array<AnyPlane, 4>& src, const std::array<AnyPlane, 4>& dst, int num_planes,
-                  cudaStream_t stream);
+                  DeviceStream stream);
   std::string describe() const;
   std::size_t device_bytes() const;
 
@@ -354,25 +361,13 @@ class FilterChain {
   GraphStats graph_stats() const { return graph_stats_; }
 
  private:
-  // The planes a call ran on: its graph's key.
-  struct GraphKey {
-    std::array<AnyPlane, 4> src{}, dst{};  // src: apply_from's sources (empty for apply)
-    int num_planes = 0;
-    bool operator==(const GraphKey&) const = default;
-  };
-  struct CachedGraph {
-    GraphKey key;
-    cuda::CudaGraphExec exec;  // empty until the second call (or for good, with direct)
-    bool direct = false;       // recording failed or was not worth it: launch directly
-    unsigned long long used = 0;
-  };
-  using PlaneWork = std::function<void(int plane, cudaStream_t stream)>;
-  // Runs `work` for `planes` as a graph launch on `stream` if it can (see
-  // set_graphs); false: the caller runs the launches itself.
-  bool launch_graph(const GraphKey& key, std::span<const int> planes, const PlaneWork& work, cudaStream_t stream);
-  cuda::CudaGraphExec record_graph(std::span<const int> planes, const PlaneWork& work, cudaStream_t stream);
+  // Runs `work` (the chain on each of `planes`) as one launch of the chain's
+  // CUDA graph for these planes where it can (see set_graphs); false: the
+  // caller runs the launches itself.
+  bool launch_graph(const detail::GraphKey& key, std::span<const int> planes, const detail::PlaneWork& work,
+                    DeviceStream stream);
   // The chain on one plane, in order (the P010 shifts included).
-  void enqueue_plane(int p, const AnyPlane* src, const AnyPlane& dst, cudaStream_t stream);
+  void enqueue_plane(int p, const AnyPlane* src, const AnyPlane& dst, DeviceStream stream);
 
   std::vector<std::unique_ptr<Filter>> filters_;
   Backend backend_ = Backend::Cpu;
@@ -381,12 +376,9 @@ class FilterChain {
   int sample_shift_ = 0;
   bool graphs_on_ = true;
   bool graph_safe_ = false;  // every filter graph_safe(), on the CUDA backend
-  std::vector<CachedGraph> graphs_;
-  unsigned long long graph_clock_ = 0;
-  std::size_t graph_device_bytes_ = 0;  // device_bytes() when graphs_ was filled
-  int branch_device_ = -1;              // where branch_streams_ live
-  std::vector<cuda::CudaStream> branch_streams_;  // planes 2, 3, 4 while recording
-  std::vector<cuda::CudaEvent> branch_events_;    // [0] the fork, then one join per branch
+  // The recorded graphs (chain_graphs.hpp; CUDA backend only). Shared, not
+  // unique, so that this header needs no complete type: one chain owns them.
+  std::shared_ptr<detail::ChainGraphs> graphs_;
   GraphStats graph_stats_;
 };
 

@@ -7,8 +7,6 @@
 // `inflight` slots plus the one decoded frame the source node holds (and, with
 // NVDEC, a decoder surface pool sized for them). pipeline/src/pipeline.cpp
 // holds the stages; NVDEC frames enter in `stage_in`, sinks take them in `sink`.
-#include <cuda_runtime_api.h>
-
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -25,8 +23,17 @@ namespace streamblur {
 enum class BackendChoice { Auto, Cpu, Cuda };
 
 // Auto picks CUDA when a device is present. Throws when CUDA is asked for and
-// there is no device. `why` receives a sentence saying what was chosen.
+// there is no device, or this build has no CUDA backend. `why` receives a
+// sentence saying what was chosen. The pipeline, batch runs and the Python
+// module all choose by this rule.
 Backend resolve_backend(BackendChoice choice, std::string* why = nullptr);
+// The same for `devices` CUDA devices, counted already.
+Backend resolve_backend(BackendChoice choice, int devices, std::string* why);
+
+// The CUDA devices usable here: 0 without a GPU, without a driver, or in a
+// build without the CUDA backend. Throws for a driver error other than those
+// (kernels' cuda::device_count has the rule).
+int cuda_device_count();
 
 // What PipelineOptions::progress receives.
 struct Progress {
@@ -67,7 +74,7 @@ struct FrameView {
   std::array<AnyPlane, 4> planes{}; // layout.num_planes of them
   bool on_device = false;           // device memory of `device` (else host memory)
   int device = 0;
-  cudaStream_t stream = nullptr;    // the slot's stream (device planes; the frame's work on it is complete)
+  DeviceStream stream = nullptr;    // the slot's stream (device planes; the frame's work on it is complete)
 };
 
 // Time one pipeline stage spent working and waiting.
