@@ -1,6 +1,7 @@
 # Type hints for the streamblur package (PEP 561; py.typed marks the package
-# as typed). The docstrings live in __init__.py; python/tests/test_typing.py checks
-# that this file names every public name of it.
+# as typed). The docstrings live in the package's private modules (_image.py,
+# _video.py, ...), whose names __init__.py re-exports; python/tests/test_typing.py
+# checks that this file names every public name of the package.
 import os
 from types import TracebackType
 from typing import Any, Callable, Iterable, Iterator, Literal, Sequence, SupportsIndex, Union
