@@ -231,7 +231,15 @@ class BlurFilterBase : public Filter {
     if (!fields_ || d.height < 2) return apply_plane(p, d, stream);
     for (const AnyPlane& field : field_views(d)) apply_plane(p, field, stream);
   }
-  bool filters_into() const final { return !fields_ && plane_filters_into(); }
+  FilterCapabilities capabilities(Backend backend) const final {
+    FilterCapabilities c;
+    c.filters_into = !fields_ && plane_filters_into(backend);
+    // The same kernels on the same planes every frame, and per-plane operation
+    // objects (their own weights and scratch), so planes may run side by side.
+    c.graph_safe = true;
+    c.takes_sample_shift = takes_sample_shift(backend);
+    return c;
+  }
   void apply_from(int p, const AnyPlane& src, const AnyPlane& dst, DeviceStream stream) final {
     apply_plane_from(p, src, dst, stream);
   }
@@ -256,9 +264,6 @@ class BlurFilterBase : public Filter {
     }
   }
   bool touches(int plane) const override { return touched_[plane]; }
-  // The same kernels on the same planes every frame, and per-plane operation
-  // objects (their own weights and scratch), so planes may run side by side.
-  bool graph_safe() const final { return true; }
   std::optional<FilterReach> reach(int plane) const override {
     FilterReach r = reach_[plane];
     if (fields_) {  // a field line is every other plane line, and a crop must start on a top-field line
@@ -274,8 +279,10 @@ class BlurFilterBase : public Filter {
   virtual bool make_plane(int p, int lw, int lh, const PlaneLayout& pl, unsigned hit, int bytes) = 0;
   // Blurs one plane (or one field of it) in place.
   virtual void apply_plane(int p, const AnyPlane& d, DeviceStream stream) = 0;
-  // The same from src into dst, where plane_filters_into().
-  virtual bool plane_filters_into() const { return false; }
+  // The same from src into dst, where plane_filters_into(backend).
+  virtual bool plane_filters_into(Backend) const { return false; }
+  // FilterCapabilities::takes_sample_shift.
+  virtual bool takes_sample_shift(Backend) const { return false; }
   virtual void apply_plane_from(int, const AnyPlane&, const AnyPlane&, DeviceStream) {}
   std::string fields_note() const { return fields_ ? ",fields=1" : ""; }
   std::string name_;
@@ -389,7 +396,7 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
   std::size_t device_bytes() const override { return sum_device_bytes(gpu_); }
   // The CUDA Gaussian and box take P010's shift in their kernels.
   static constexpr bool kGpuShift = requires(GpuOp& op) { op.set_sample_shift(0); };
-  bool takes_sample_shift(Backend backend) const override { return kGpuShift && backend == Backend::Cuda; }
+  bool takes_sample_shift(Backend backend) const final { return kGpuShift && backend == Backend::Cuda; }
 
  private:
   bool make_plane(int p, int lw, int lh, const PlaneLayout& pl, unsigned hit, int bytes) final {
@@ -409,7 +416,7 @@ class SeparableFilter : public TypedFilter<SeparableFilter<Derived, CpuOp, GpuOp
     }
     return true;
   }
-  bool plane_filters_into() const final { return kGpuInto && this->backend_ == Backend::Cuda; }
+  bool plane_filters_into(Backend backend) const final { return kGpuInto && backend == Backend::Cuda; }
   std::array<std::unique_ptr<CpuOp>, 4> cpu_;
   std::array<std::unique_ptr<GpuOp>, 4> gpu_;
   std::array<std::vector<typename CpuScratch<CpuOp>::type>, 4> tmp_;

@@ -342,15 +342,18 @@ FilterChain::FilterChain(const std::vector<FilterInstanceSpec>& specs) {
 void FilterChain::configure(const FrameLayout& layout, Backend backend) {
   if (!STREAMBLUR_HAVE_CUDA && backend == Backend::Cuda) throw std::runtime_error(kNoCudaBackend);
   backend_ = backend;
-  const bool filters_shift = !filters_.empty() && std::all_of(filters_.begin(), filters_.end(), [&](const auto& f) {
-    return f->takes_sample_shift(backend);
-  });
+  std::vector<FilterCapabilities> caps;
+  for (const auto& f : filters_) caps.push_back(f->capabilities(backend));
+  auto all = [&](bool FilterCapabilities::*c) {
+    return !caps.empty() && std::all_of(caps.begin(), caps.end(), [c](const FilterCapabilities& k) { return k.*c; });
+  };
+  const bool filters_shift = all(&FilterCapabilities::takes_sample_shift);
   sample_shift_ = filters_shift ? 0 : layout.sample_shift;
   FrameLayout given = layout;
   if (!filters_shift) given.sample_shift = 0;  // the planes are shifted down around them
   for (auto& f : filters_) f->configure(given, backend);
-  graph_safe_ = backend == Backend::Cuda && !filters_.empty() &&
-                std::all_of(filters_.begin(), filters_.end(), [](const auto& f) { return f->graph_safe(); });
+  graph_safe_ = backend == Backend::Cuda && all(&FilterCapabilities::graph_safe);
+  filters_into_ = !caps.empty() && caps.front().filters_into;
   graphs_.reset();
 }
 
@@ -419,7 +422,7 @@ void FilterChain::apply(const std::array<AnyPlane, 4>& planes, int num_planes, D
 
 bool FilterChain::apply_from(const std::array<AnyPlane, 4>& src, const std::array<AnyPlane, 4>& dst, int num_planes,
                              DeviceStream stream) {
-  if (filters_.empty() || sample_shift_ != 0 || !filters_.front()->filters_into()) return false;
+  if (filters_.empty() || sample_shift_ != 0 || !filters_into_) return false;
   for (int p = 0; p < num_planes; ++p)
     if (!filters_.front()->touches(p)) return false;  // an untouched plane would need a copy
   for (auto& f : filters_) f->begin_frame({});

@@ -61,6 +61,32 @@ struct FilterReach {
   int grid_x = 1, grid_y = 1;
 };
 
+// What a filter can do besides filtering a plane in place, on a backend: the
+// chain asks before it configures the filter, and plans around the answer.
+struct FilterCapabilities {
+  // apply_from() filters every plane the filter touches from a source plane
+  // into a separate destination: CUDA blurs whose kernels read one plane and
+  // write another, without the copy in and the scratch round trip that in
+  // place costs.
+  bool filters_into = false;
+  // The CUDA work of apply()/apply_from() may be recorded once into a CUDA
+  // graph and replayed: for the same planes it enqueues the same kernels with
+  // the same arguments every frame (nothing that changes with begin_frame(),
+  // no host copies, no allocation after the first call), and the work on one
+  // plane reads and writes only that plane and state of its own for that
+  // plane, so planes may run side by side.
+  bool graph_safe = false;
+  // The filter reads and writes samples whose value sits in their high bits
+  // (FrameLayout::sample_shift, P010) itself when configure() is given such
+  // a layout: it filters the values and writes its results shifted back up,
+  // low bits zero, as it would write them after the chain shifted the planes
+  // down and before it shifted them back. Where every filter of a chain
+  // does, the chain skips those two passes per plane (and may filter from a
+  // source plane into another, apply_from()); else it configures the filters
+  // with no shift and shifts around them.
+  bool takes_sample_shift = false;
+};
+
 // The interface every filter implements (see the top of this file).
 class Filter {
  public:
@@ -78,30 +104,11 @@ class Filter {
   virtual void begin_frame(const FrameContext&) {}
   // See FilterReach (configure() first); nullopt: only the whole plane is right.
   virtual std::optional<FilterReach> reach(int /*plane*/) const { return std::nullopt; }
-  // Whether apply_from() can filter every plane it touches from a source
-  // plane into a separate destination (configure() first): CUDA blurs whose
-  // kernels read one plane and write another, without the copy in and the
-  // scratch round trip that in place costs.
-  virtual bool filters_into() const { return false; }
   // src and dst: same shape, memory that does not overlap. Only where
-  // filters_into(); enqueued on `stream`.
+  // capabilities().filters_into; enqueued on `stream`.
   virtual void apply_from(int /*plane*/, const AnyPlane& /*src*/, const AnyPlane& /*dst*/, DeviceStream /*stream*/) {}
-  // Whether the CUDA work of apply()/apply_from() may be recorded once into a
-  // CUDA graph and replayed (configure() first): for the same planes it
-  // enqueues the same kernels with the same arguments every frame (nothing
-  // that changes with begin_frame(), no host copies, no allocation after the
-  // first call), and the work on one plane reads and writes only that plane
-  // and state of its own for that plane, so planes may run side by side.
-  virtual bool graph_safe() const { return false; }
-  // Whether, on `backend`, the filter reads and writes samples whose value
-  // sits in their high bits (FrameLayout::sample_shift, P010) itself when
-  // configure() is given such a layout: it filters the values and writes its
-  // results shifted back up, low bits zero, as it would write them after the
-  // chain shifted the planes down and before it shifted them back. Where
-  // every filter of a chain does, the chain skips those two passes per plane
-  // (and may filter from a source plane into another, apply_from()); else it
-  // configures the filters with no shift and shifts around them.
-  virtual bool takes_sample_shift(Backend /*backend*/) const { return false; }
+  // See FilterCapabilities; none by default.
+  virtual FilterCapabilities capabilities(Backend /*backend*/) const { return {}; }
 };
 
 // ---- options table
@@ -331,7 +338,7 @@ class FilterChain {
   void apply(const std::array<AnyPlane, 4>& planes, int num_planes, DeviceStream stream,
              const FrameContext& frame = {});
   // The chain from src into dst (separate memory, same shapes), where its
-  // first filter writes every plane of dst from src (Filter::filters_into)
+  // first filter writes every plane of dst from src (FilterCapabilities::filters_into)
   // and the rest run in place on dst. Returns false, having done nothing,
   // where that is not so; the caller then copies and calls apply().
   bool apply_from(const std::array<AnyPlane, 4>& src, const std::array<AnyPlane, 4>& dst, int num_planes,
@@ -340,7 +347,7 @@ class FilterChain {
   std::size_t device_bytes() const;
 
   // CUDA graphs (CUDA backend, on by default). Where every filter is
-  // graph_safe(), the second call of apply() or apply_from() on the same
+  // graph_safe (FilterCapabilities), the second call of apply() or apply_from() on the same
   // planes (addresses, shapes) records the chain's launches into a CUDA graph,
   // each plane on a branch of its own, and later calls on those planes launch
   // that graph: one launch per frame, with the chroma planes running beside
@@ -372,10 +379,11 @@ class FilterChain {
   std::vector<std::unique_ptr<Filter>> filters_;
   Backend backend_ = Backend::Cpu;
   // The shift the chain takes off the planes and puts back around its
-  // filters (P010), where they do not take it themselves (takes_sample_shift).
+  // filters (P010), where they do not take it themselves (FilterCapabilities).
   int sample_shift_ = 0;
   bool graphs_on_ = true;
-  bool graph_safe_ = false;  // every filter graph_safe(), on the CUDA backend
+  bool graph_safe_ = false;  // every filter graph_safe, on the CUDA backend
+  bool filters_into_ = false;  // the first filter's filters_into
   // The recorded graphs (chain_graphs.hpp; CUDA backend only). Shared, not
   // unique, so that this header needs no complete type: one chain owns them.
   std::shared_ptr<detail::ChainGraphs> graphs_;
