@@ -78,7 +78,7 @@ int64_t transcode(const std::string& in, const std::string& out, const EncoderOp
   MediaReader reader(in);
   DecodedFrame f;
   if (!reader.read(f)) throw std::runtime_error("no frame in " + in);
-  MediaWriter writer(out, reader, *f.frame, options);
+  MediaWriter writer(out, reader.streams(), *f.frame, options);
   do {
     for (auto& p : f.passthrough) writer.write_passthrough(*p);
     writer.write_video(*f.frame);
@@ -701,7 +701,7 @@ TEST(IoErrors, UnknownEncoder) {
   EncoderOptions o;
   o.codec = "foo";
   const std::string out = w.dir.file("o.mkv");
-  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaWriter m(out, *w.reader, *w.first.frame, o); }),
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaWriter m(out, w.reader->streams(), *w.first.frame, o); }),
                            "unknown encoder 'foo'");
   EXPECT_FALSE(fs::exists(out));
 }
@@ -709,7 +709,7 @@ TEST(IoErrors, UnknownEncoder) {
 TEST(IoErrors, UnwritablePath) {
   WriterInput w;
   EXPECT_ONE_LINE_CONTAINS(
-      error_of([&] { MediaWriter m("/nonexistent/dir/out.mkv", *w.reader, *w.first.frame, ffv1()); }),
+      error_of([&] { MediaWriter m("/nonexistent/dir/out.mkv", w.reader->streams(), *w.first.frame, ffv1()); }),
       "/nonexistent/dir/out.mkv", "No such file or directory");
 }
 
@@ -717,18 +717,18 @@ TEST(IoErrors, UnknownEncoderOption) {
   WriterInput w;
   EncoderOptions o = ffv1();
   o.options["definitely_not_an_option"] = "1";
-  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaWriter m(w.dir.file("o.mkv"), *w.reader, *w.first.frame, o); }),
+  EXPECT_ONE_LINE_CONTAINS(error_of([&] { MediaWriter m(w.dir.file("o.mkv"), w.reader->streams(), *w.first.frame, o); }),
                            "definitely_not_an_option", "ffv1");
   // A real option of the encoder is fine.
   o.options.clear();
   o.options["slicecrc"] = "1";
-  EXPECT_EQ(error_of([&] { MediaWriter m(w.dir.file("o2.mkv"), *w.reader, *w.first.frame, o); }), "");
+  EXPECT_EQ(error_of([&] { MediaWriter m(w.dir.file("o2.mkv"), w.reader->streams(), *w.first.frame, o); }), "");
 }
 
 TEST(IoErrors, UnknownOutputFormat) {
   WriterInput w;
   EXPECT_ONE_LINE_CONTAINS(
-      error_of([&] { MediaWriter m(w.dir.file("o.nosuchext"), *w.reader, *w.first.frame, ffv1()); }),
+      error_of([&] { MediaWriter m(w.dir.file("o.nosuchext"), w.reader->streams(), *w.first.frame, ffv1()); }),
       "o.nosuchext");
 }
 
@@ -744,7 +744,7 @@ TEST(IoWriter, DestructorWithoutFinishDoesNotThrow) {
   WriterInput w;
   const std::string out = w.dir.file("unfinished.mkv");
   {
-    MediaWriter m(out, *w.reader, *w.first.frame, ffv1());
+    MediaWriter m(out, w.reader->streams(), *w.first.frame, ffv1());
     m.write_video(*w.first.frame);
   }
   EXPECT_TRUE(fs::exists(out));

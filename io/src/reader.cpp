@@ -669,6 +669,19 @@ const VideoInfo& MediaReader::video() const noexcept { return impl_->info; }
 const AVFormatContext* MediaReader::format_context() const noexcept { return impl_->fmt.get(); }
 int MediaReader::video_stream_index() const noexcept { return impl_->video_index; }
 
+InputStreams MediaReader::streams() const {
+  const AVFormatContext* fmt = impl_->fmt.get();
+  InputStreams s;
+  s.streams.assign(fmt->streams, fmt->streams + fmt->nb_streams);
+  s.video_index = impl_->video_index;
+  s.video = impl_->info;
+  s.metadata = fmt->metadata;
+  s.chapters.assign(fmt->chapters, fmt->chapters + fmt->nb_chapters);
+  s.timestamp_shift = timestamp_shift();
+  s.span_end = span_end();
+  return s;
+}
+
 bool MediaReader::read(DecodedFrame& out) { return impl_->read(out); }
 
 std::vector<AVPacketPtr> MediaReader::take_remaining_passthrough() {

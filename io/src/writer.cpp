@@ -149,7 +149,7 @@ struct MediaWriter::Impl {
     else std::fprintf(stderr, "%s\n", buf);
   }
 
-  void open(const MediaReader& input, const AVFrame& first, const EncoderOptions& options);
+  void open(const InputStreams& input, const AVFrame& first, const EncoderOptions& options);
   void open_container(const EncoderOptions& options);
   const AVCodec* choose_encoder(const AVFrame& first, const EncoderOptions& options);
   void take_hdr_metadata(const AVStream& in_vst, const AVFrame& first);
@@ -158,7 +158,7 @@ struct MediaWriter::Impl {
   void add_video_stream(const AVStream& ist, const VideoInfo& vinfo);
   bool can_copy_stream(unsigned i, const AVCodecParameters& par);
   void add_copied_stream(unsigned i, const AVStream& ist);
-  void copy_chapters(const MediaReader& input);
+  void copy_chapters(const InputStreams& input);
   AVCodecContextPtr try_open_encoder(const AVCodec* codec, const AVFrame& first, const EncoderOptions& options,
                                      AVRational tb, AVRational frame_rate, AVRational sar, int& rc,
                                      std::string& leftover_key);
@@ -451,17 +451,15 @@ void MediaWriter::Impl::add_copied_stream(unsigned i, const AVStream& ist) {
 // so the chapters still mark the same pictures). A trimmed input (ReadSpan)
 // moves them by its timestamp shift, as ffmpeg does: those wholly before the
 // span or after its end are left out, the others clipped to it.
-void MediaWriter::Impl::copy_chapters(const MediaReader& input) {
-  const AVFormatContext* in = input.format_context();
-  if (in->nb_chapters == 0) return;
+void MediaWriter::Impl::copy_chapters(const InputStreams& input) {
+  if (input.chapters.empty()) return;
   if (!holds_chapters(oc->oformat)) {
-    note("note: %s: the %s container cannot hold chapters; %u chapter(s) not copied", shown.c_str(),
-         oc->oformat->name, in->nb_chapters);
+    note("note: %s: the %s container cannot hold chapters; %zu chapter(s) not copied", shown.c_str(),
+         oc->oformat->name, input.chapters.size());
     return;
   }
-  const int64_t shift = input.timestamp_shift(), span_end = input.span_end();
-  for (unsigned i = 0; i < in->nb_chapters; ++i) {
-    const AVChapter* c = in->chapters[i];
+  const int64_t shift = input.timestamp_shift, span_end = input.span_end;
+  for (const AVChapter* c : input.chapters) {
     const int64_t d = av_rescale_q(shift, AV_TIME_BASE_Q, c->time_base);
     int64_t start = c->start - d, end = c->end - d;
     if (shift != 0 || span_end != AV_NOPTS_VALUE) {
@@ -477,29 +475,31 @@ void MediaWriter::Impl::copy_chapters(const MediaReader& input) {
   }
 }
 
-void MediaWriter::Impl::open(const MediaReader& input, const AVFrame& first, const EncoderOptions& options) {
-  const AVFormatContext* in = input.format_context();
-  const int in_video = input.video_stream_index();
-  const VideoInfo& vinfo = input.video();
+void MediaWriter::Impl::open(const InputStreams& input, const AVFrame& first, const EncoderOptions& options) {
+  const int in_video = input.video_index;
+  const VideoInfo& vinfo = input.video;
+  if (in_video < 0 || static_cast<std::size_t>(in_video) >= input.streams.size())
+    throw std::invalid_argument("the input's video stream is not among its streams, writing " + in_quotes(shown));
   open_container(options);
   const AVCodec* codec = choose_encoder(first, options);
   input_video_tb = vinfo.time_base;
-  take_hdr_metadata(*in->streams[in_video], first);
+  take_hdr_metadata(*input.streams[in_video], first);
   open_encoder(codec, first, options, vinfo);
 
   // Streams, in input order.
-  stream_map.assign(in->nb_streams, -1);
-  input_tbs.resize(in->nb_streams);
-  for (unsigned i = 0; i < in->nb_streams; ++i) {
-    input_tbs[i] = in->streams[i]->time_base;
+  const unsigned n = static_cast<unsigned>(input.streams.size());
+  stream_map.assign(n, -1);
+  input_tbs.resize(n);
+  for (unsigned i = 0; i < n; ++i) {
+    input_tbs[i] = input.streams[i]->time_base;
     if (static_cast<int>(i) == in_video) {
-      add_video_stream(*in->streams[i], vinfo);
+      add_video_stream(*input.streams[i], vinfo);
       stream_map[i] = video_out_index;
     } else {
-      add_copied_stream(i, *in->streams[i]);
+      add_copied_stream(i, *input.streams[i]);
     }
   }
-  av_dict_copy(&oc->metadata, in->metadata, 0);
+  av_dict_copy(&oc->metadata, input.metadata, 0);
   av_dict_set(&oc->metadata, "encoder", nullptr, 0);
   copy_chapters(input);
 
@@ -542,7 +542,7 @@ void MediaWriter::Impl::send_frame(const AVFrame* frame) {
   }
 }
 
-MediaWriter::MediaWriter(const std::string& path, const MediaReader& input, const AVFrame& first_frame,
+MediaWriter::MediaWriter(const std::string& path, const InputStreams& input, const AVFrame& first_frame,
                          const EncoderOptions& options)
     : impl_(std::make_unique<Impl>()) {
   impl_->path = path;

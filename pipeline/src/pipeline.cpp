@@ -508,7 +508,7 @@ FrameSlot* Pipeline::sink(FrameSlot* s) {
     route_->view(*s, v);
     opt_.frame_sink(v);
   } else if (!null_sink_) {
-    if (!writer_) writer_ = std::make_unique<io::MediaWriter>(out_->url(), *reader_, f, enc_);
+    if (!writer_) writer_ = std::make_unique<io::MediaWriter>(out_->url(), reader_->streams(), f, enc_);
     for (auto& pkt : s->passthrough) writer_->write_passthrough(*pkt);
     writer_->write_video(f);
   }

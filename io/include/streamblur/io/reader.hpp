@@ -84,6 +84,21 @@ struct ReaderOptions {
   ReadSpan span;
 };
 
+// What an output takes of its input (MediaWriter): every stream (the video
+// one, which is encoded, among them; the others are copied), the container's
+// metadata and chapters, and how a trimmed read moved the timestamps.
+// MediaReader::streams() describes what it reads; the pointers are the
+// reader's (its demuxer's streams) and stay valid while it lives.
+struct InputStreams {
+  std::vector<const AVStream*> streams;  // in input order: codec parameters, time base, metadata, disposition
+  int video_index = -1;                  // the one of `streams` that is encoded
+  VideoInfo video;                       // its description (time base, frame rate, ...)
+  const AVDictionary* metadata = nullptr;  // the container's
+  std::vector<const AVChapter*> chapters;
+  int64_t timestamp_shift = 0;           // taken off every timestamp, AV_TIME_BASE units (MediaReader's)
+  int64_t span_end = AV_NOPTS_VALUE;     // the span's end on the shifted clock, or none (MediaReader's)
+};
+
 // Opens an input and decodes its best video stream frame by frame (see read()).
 class MediaReader {
  public:
@@ -99,6 +114,8 @@ class MediaReader {
   const VideoInfo& video() const noexcept;
   const AVFormatContext* format_context() const noexcept;
   int video_stream_index() const noexcept;
+  // What an output of this input copies of it (see InputStreams).
+  InputStreams streams() const;
 
   // Next decoded frame; false at end of stream (decoder drained). Corrupt or
   // truncated data: the bad part is skipped, one warning goes to stderr

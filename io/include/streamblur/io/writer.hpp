@@ -32,11 +32,11 @@ class MediaWriter {
   // sample aspect ratio of `first_frame` (the first frame that will be written),
   // the input video stream's time base (so every timestamp is kept) and frame
   // rate, plus a copy of every other stream of `input` the container can hold
-  // (the others are skipped with a note on stderr), and the container and
-  // stream metadata. When the encoder cannot take the frame's pixel format, frames
+  // (the others are skipped with a note on stderr), the container and stream
+  // metadata, and the chapters (moved and cut to a trimmed read's span). When the encoder cannot take the frame's pixel format, frames
   // are converted with swscale to the encoder's closest format (note on stderr).
   // Throws AVError naming what failed (unknown encoder, unwritable path, ...).
-  MediaWriter(const std::string& path, const MediaReader& input, const AVFrame& first_frame,
+  MediaWriter(const std::string& path, const InputStreams& input, const AVFrame& first_frame,
               const EncoderOptions& options);
   ~MediaWriter();  // closes the file if finish() was not called (no trailer)
   MediaWriter(const MediaWriter&) = delete;
