@@ -1,12 +1,12 @@
-# cmake --install build --prefix P: the public headers, the three libraries
+# cmake --install build --prefix P: the public headers, the four libraries
 # (static unless BUILD_SHARED_LIBS), a CMake package with the targets
-# streamblur::kernels, streamblur::io and streamblur::pipeline, and a
+# streamblur::kernels, streamblur::io, streamblur::filters and streamblur::pipeline, and a
 # pkg-config file. The programs install themselves (apps/CMakeLists.txt).
 include(CMakePackageConfigHelpers)
 
 set(STREAMBLUR_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/streamblur")
 
-install(TARGETS streamblur_kernels streamblur_io streamblur_pipeline
+install(TARGETS streamblur_kernels streamblur_io streamblur_filters streamblur_pipeline
         EXPORT streamblurTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
