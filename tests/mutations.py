@@ -246,9 +246,9 @@ MUTATIONS = [
       "av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0);",
       "av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0); oc->nb_chapters = 0;"),
     # ---- the Python module
-    M("progress-exception-no-stop", "stop", "python/src/streamblur_ext.cpp",
+    M("progress-exception-no-stop", "stop", "python/src/video.cpp",
       "      stop.store(true);\n", "      /* mutation: the run goes on */\n", python=True),
-    M("cupy-fast-path-packed-pitch", "borders", "python/src/streamblur_ext.cpp",
+    M("cupy-fast-path-packed-pitch", "borders", "python/src/cupy_path.cpp",
       "  im.pitch = static_cast<std::ptrdiff_t>(row);\n", "  im.pitch = static_cast<std::ptrdiff_t>(w * pixel);\n",
       gpu=True, python=True),
 ]
