@@ -11,7 +11,11 @@ trap 'rm -rf "$work"' EXIT
 export PATH="/usr/local/cuda/bin:$PATH"
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 # Everything a user needs is there.
-for f in include/streamblur/pipeline/pipeline.hpp include/streamblur/kernels/cuda_blur.hpp \
+# (The CUDA headers only where the CUDA backend was built.)
+cuda_headers=""
+grep -qx "#define STREAMBLUR_HAVE_CUDA 1" "$build/generated/streamblur/config.hpp" &&
+  cuda_headers="include/streamblur/kernels/cuda_blur.hpp"
+for f in include/streamblur/pipeline/pipeline.hpp include/streamblur/config.hpp $cuda_headers \
          include/streamblur/io/reader.hpp bin/streamblur bin/streamblur-bench; do
   [ -e "$work/prefix/$f" ] || { echo "install_test: $f is not installed" >&2; exit 1; }
 done

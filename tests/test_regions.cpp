@@ -16,14 +16,16 @@
 #include <sstream>
 
 #include "sink_support.hpp"
-#include "streamblur/kernels/cuda_check.hpp"
+#include "streamblur/config.hpp"
+#if STREAMBLUR_HAVE_CUDA
 #include "streamblur/kernels/cuda_raii.hpp"
+#include "cuda_support.hpp"
+#endif
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 #include "streamblur/pipeline/regions.hpp"
 #include "streamblur/testing/synthetic_clip.hpp"
 #include "test_support.hpp"
-#include "cuda_support.hpp"
 
 using namespace streamblur;
 using sbtest::contains;
@@ -159,7 +161,7 @@ class PaintFilter final : public Filter {
       : value_(value), reach_(reach), sizes_(sizes), starts_(starts) {}
   void configure(const FrameLayout& l, Backend) override { layout_ = l; }
   bool touches(int p) const override { return p < layout_.num_planes; }
-  void apply(int, const AnyPlane& d, cudaStream_t) override {
+  void apply(int, const AnyPlane& d, DeviceStream) override {
     if (sizes_) sizes_->push_back({d.width, d.height});
     if (starts_) starts_->push_back(d.data);
     for (int y = 0; y < d.height; ++y)
@@ -800,6 +802,7 @@ TEST_F(RegionsClip, CliRunWithARegionsFile) {
 // CUDA: the same results as the CPU
 // ---------------------------------------------------------------------------
 
+#if STREAMBLUR_HAVE_CUDA  // (the CPU builds have no device planes to make)
 namespace {
 
 // The chain on the device, results back on the host.
@@ -859,6 +862,8 @@ TEST_P(RegionPixels, CudaAgreesWithCpu) {
   const InOut n = check_planes(gpu, in, gpu, side);
   EXPECT_GT(n.outside, 10000);
 }
+
+#endif  // STREAMBLUR_HAVE_CUDA
 
 TEST_F(RegionsClip, CudaPipelineAgreesWithCpu) {
   SBTEST_SKIP_WITHOUT_GPU();

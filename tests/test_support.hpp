@@ -8,6 +8,8 @@
 //    video stream) made at test time.
 #include <gtest/gtest.h>
 
+#include "streamblur/config.hpp"  // STREAMBLUR_HAVE_CUDA
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -330,7 +332,7 @@ inline const bool seed_listener_installed = [] {
 // GPU tests: they skip without a CUDA device, unless STREAMBLUR_REQUIRE_GPU=1
 // (the GPU machine sets it), where a missing device fails them instead, so a
 // GPU run cannot go green by skipping. Every CUDA skip goes through
-// SBTEST_SKIP_WITHOUT_GPU (or gpu_skip_reason where a test needs the text).
+// SBTEST_SKIP_WITHOUT_GPU.
 // ---------------------------------------------------------------------------
 inline bool gpu_required() {
   const char* e = std::getenv("STREAMBLUR_REQUIRE_GPU");
@@ -340,14 +342,27 @@ inline bool gpu_required() {
 }  // namespace sbtest
 
 // Skips (or, with STREAMBLUR_REQUIRE_GPU=1, fails) the current test when there
-// is no CUDA device. Expands where used, so this header needs no CUDA include:
-// the test file includes streamblur/kernels/cuda_check.hpp. A driver error
-// other than "no device" makes device_count() throw, which fails the test.
+// is no CUDA device, or when this build has no CUDA backend (STREAMBLUR_HAVE_CUDA
+// 0). A driver error other than "no device" makes device_count() throw,
+// which fails the test.
+#if STREAMBLUR_HAVE_CUDA
+#if __has_include("streamblur/kernels/cuda_check.hpp")  // (test programs that link no kernels use no GPU skip)
+#include "streamblur/kernels/cuda_check.hpp"
+#endif
+#define SBTEST_CUDA_DEVICES() ::streamblur::cuda::device_count()
+#define SBTEST_NO_GPU_REASON "no CUDA device here; runs on the GPU machine"
+#else
+#define SBTEST_CUDA_DEVICES() 0
+#define SBTEST_NO_GPU_REASON "this build has no CUDA backend"
+#endif
+// What the library says where CUDA cannot be used: no device here, or (a
+// build without the CUDA backend) no backend at all.
+inline constexpr const char* kNoDeviceWords = STREAMBLUR_HAVE_CUDA ? "no CUDA device" : "built without the CUDA backend";
 #define SBTEST_SKIP_WITHOUT_GPU()                                                                   \
   do {                                                                                              \
-    if (::streamblur::cuda::device_count() == 0) {                                                  \
-      if (::sbtest::gpu_required()) GTEST_FAIL() << "STREAMBLUR_REQUIRE_GPU is set but there is no CUDA device"; \
-      GTEST_SKIP() << "no CUDA device here; runs on the GPU machine (STREAMBLUR_REQUIRE_GPU=1 makes this a failure)"; \
+    if (SBTEST_CUDA_DEVICES() == 0) {                                                               \
+      if (::sbtest::gpu_required()) GTEST_FAIL() << "STREAMBLUR_REQUIRE_GPU is set but " SBTEST_NO_GPU_REASON; \
+      GTEST_SKIP() << SBTEST_NO_GPU_REASON " (STREAMBLUR_REQUIRE_GPU=1 makes this a failure)";     \
     }                                                                                               \
   } while (0)
 

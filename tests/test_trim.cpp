@@ -23,7 +23,6 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "streamblur/kernels/cuda_check.hpp"
 #include "streamblur/pipeline/batch.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 #include "streamblur/testing/synthetic_clip.hpp"

@@ -202,8 +202,6 @@ void Pipeline::open_input() {
   ropt.decoder_threads = opt_.decoder_threads;
   ropt.warn = [this](const std::string& line) { note_(line); };
   ropt.span = span_;
-  if (opt_.hwdec == HwDecode::Nvdec && opt_.backend == BackendChoice::Cpu)
-    throw std::invalid_argument("NVDEC decoding needs the CUDA backend (its frames stay in device memory)");
   // NVDEC only where CUDA is started at all (the cpu backend, or nothing to
   // do on the GPU, decodes on the CPU without a note).
   if (STREAMBLUR_HAVE_CUDA && opt_.hwdec != HwDecode::None && session_.started()) {
@@ -549,6 +547,8 @@ RunStats Pipeline::run() {
   span_ = io::ReadSpan{opt_.start_seconds, opt_.duration_seconds, opt_.max_frames};
   io::check_span(span_);
   chain_spec_ = parse_filter_chain(opt_.filters);
+  if (opt_.hwdec == HwDecode::Nvdec && opt_.backend == BackendChoice::Cpu)
+    throw std::invalid_argument("NVDEC decoding needs the CUDA backend (its frames stay in device memory)");
   if (!STREAMBLUR_HAVE_CUDA && opt_.hwdec == HwDecode::Nvdec)
     throw std::runtime_error(std::string("NVDEC decoding was asked for, but ") + kNoCudaBackend);
   if (!STREAMBLUR_HAVE_CUDA && opt_.backend == BackendChoice::Cuda) throw std::runtime_error(kNoCudaBackend);

@@ -8,10 +8,10 @@ tests skip, except under CI=true or STREAMBLUR_REQUIRE_FFMPEG=1, where they
 fail.
 """
 import os
+import re
 import shutil
 import subprocess
 
-import av
 import numpy as np
 import pytest
 
@@ -74,13 +74,33 @@ def _ffmpeg(*args):
     assert r.returncode == 0, r.stderr
 
 
+def _size(path):
+    """The video's width and height, as the ffmpeg program reports them."""
+    r = subprocess.run([_need_ffmpeg(), "-nostdin", "-hide_banner", "-i", str(path)], capture_output=True, text=True,
+                       timeout=60, check=False)
+    m = re.search(r"Stream #\S+: Video: .*?, (\d+)x(\d+)", r.stderr)
+    assert m, r.stderr
+    return int(m.group(1)), int(m.group(2))
+
+
 def _planes(path):
-    """Every frame's planes through PyAV, the independent decoder."""
+    """Every yuv420p frame's planes, decoded by the ffmpeg program (not streamblur)."""
+    width, height = _size(path)
+    r = subprocess.run([_need_ffmpeg(), "-nostdin", "-v", "error", "-i", str(path), "-f", "rawvideo", "-pix_fmt",
+                        "yuv420p", "-"], capture_output=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    cw, ch = (width + 1) // 2, (height + 1) // 2
+    sizes = [(height, width), (ch, cw), (ch, cw)]
+    frame_bytes = sum(h * w for h, w in sizes)
+    assert len(r.stdout) % frame_bytes == 0, f"{path}: {len(r.stdout)} bytes, not whole {width}x{height} frames"
+    data = np.frombuffer(r.stdout, np.uint8)
     out = []
-    with av.open(str(path)) as c:
-        for f in c.decode(video=0):
-            out.append([np.frombuffer(bytes(p), np.uint8).reshape(p.height, p.line_size)[:, :p.width]
-                        .astype(np.float64) for p in f.planes])
+    for start in range(0, len(data), frame_bytes):
+        planes, at = [], start
+        for h, w in sizes:
+            planes.append(data[at:at + h * w].reshape(h, w).astype(np.float64))
+            at += h * w
+        out.append(planes)
     return out
 
 
@@ -88,8 +108,9 @@ def _planes(path):
 def source(tmp_path_factory):
     """FFmpeg's own test pattern at an odd size (chroma planes round up)."""
     path = tmp_path_factory.mktemp("compat") / "src.mkv"
-    _ffmpeg("-f", "lavfi", "-i", "testsrc2=size=321x241:rate=25", "-frames:v", "8", "-pix_fmt", "yuv420p",
-            "-c:v", "ffv1", path)
+    _ffmpeg("-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-vf", "scale=321:241", "-frames:v", "8",
+            "-pix_fmt", "yuv420p", "-c:v", "ffv1", path)  # (testsrc2 itself rounds sizes down to even)
+    assert _size(path) == (321, 241)
     return path
 
 

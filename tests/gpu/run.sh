@@ -52,7 +52,7 @@ for st in "$@"; do
       grep -E "tests passed|tests failed|\(Failed\)" "$OUT/ctest.txt" | tail -20 ;;
     kctest)
       say kctest
-      "$B/tests/streamblur_kernel_tests" --gtest_filter="${KF:-CudaBlur*}" > "$OUT/kctest.txt" 2>&1 || rc_all=1
+      "$B/tests/streamblur_cuda_kernel_tests" --gtest_filter="${KF:-CudaBlur*}" > "$OUT/kctest.txt" 2>&1 || rc_all=1
       grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$OUT/kctest.txt" | tail -20 ;;
     py)
       say pytest
@@ -61,13 +61,13 @@ for st in "$@"; do
     memcheck)
       say memcheck
       STREAMBLUR_TEST_MAX_PIXELS=400000 compute-sanitizer --tool memcheck --error-exitcode 9 \
-        "$B/tests/streamblur_kernel_tests" --gtest_filter="${MCF:-CudaBlur.Running*:CudaBlur.RacecheckSet:CudaBlur/CudaBox.*:CudaBlur.Tensor*}" > "$OUT/memcheck.txt" 2>&1
+        "$B/tests/streamblur_cuda_kernel_tests" --gtest_filter="${MCF:-CudaBlur.Running*:CudaBlur.RacecheckSet:CudaBlur/CudaBox.*:CudaBlur.Tensor*}" > "$OUT/memcheck.txt" 2>&1
       rc=$?; [ $rc = 0 ] || rc_all=1
       echo "memcheck rc=$rc"; grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)" "$OUT/memcheck.txt" | tail -5 ;;
     racecheck)
       say racecheck
       compute-sanitizer --tool racecheck --error-exitcode 9 \
-        "$B/tests/streamblur_kernel_tests" --gtest_filter="${RCF:-CudaBlur.RacecheckSet:CudaBlur.RunningBoxWideSumsOfConstantPlanes}" > "$OUT/racecheck.txt" 2>&1
+        "$B/tests/streamblur_cuda_kernel_tests" --gtest_filter="${RCF:-CudaBlur.RacecheckSet:CudaBlur.RunningBoxWideSumsOfConstantPlanes}" > "$OUT/racecheck.txt" 2>&1
       rc=$?; [ $rc = 0 ] || rc_all=1
       echo "racecheck rc=$rc"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)" "$OUT/racecheck.txt" | tail -5 ;;
     kbench)
