@@ -92,15 +92,15 @@ double median_us_adaptive(const std::function<void(int)>& op, cudaStream_t strea
 }
 
 // Median times with the kernels Auto picks, the fused kernel, two passes, the
-// register-blocked, sliding, running-sum, wide and tensor-core kernels (0 where
+// register-blocked, 3x3 box, running-sum, wide and tensor-core kernels (0 where
 // a forced path falls back to another);
 // the blur is left on Auto.
 template <class T, class Blur>
 std::array<double, 8> time_paths(Blur& blur, int w, int h, int c, const std::function<void(int)>& op,
                                  cudaStream_t stream, int samples) {
-  std::array<double, 8> t{};  // {auto, fused, two-pass, register, sliding, running, wide, tensor}
+  std::array<double, 8> t{};  // {auto, fused, two-pass, register, box3, running, wide, tensor}
   const cuda::BlurPath forced[] = {cuda::BlurPath::Fused,   cuda::BlurPath::TwoPass, cuda::BlurPath::Register,
-                                   cuda::BlurPath::Sliding, cuda::BlurPath::Running, cuda::BlurPath::Wide,
+                                   cuda::BlurPath::Box3, cuda::BlurPath::Running, cuda::BlurPath::Wide,
                                    cuda::BlurPath::Tensor};
   cuda::set_path(blur, cuda::BlurPath::Auto);
   const cuda::BlurPath auto_path = cuda::path_taken(blur, w, h, c, sizeof(T));
@@ -200,7 +200,7 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
     r.fused_us = us[1];
     r.two_pass_us = us[2];
     r.register_us = us[3];
-    r.sliding_us = us[4];
+    r.box3_us = us[4];
     r.running_us = us[5];
     r.wide_us = us[6];
     r.tensor_us = us[7];

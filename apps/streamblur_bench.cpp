@@ -146,7 +146,7 @@ void print_kernel_row(const ReportTable& table, const bench::KernelResult& r) {
       size,                          format("%d", r.bits),           r.filter,
       format("%g", r.param),         format("%d", r.taps),           r.path,
       format("%.1f", r.ours_us),     format("%.1f", r.fused_us),     format("%.1f", r.two_pass_us),
-      format("%.1f", r.register_us), format("%.1f", r.sliding_us),   format("%.1f", r.running_us),
+      format("%.1f", r.register_us), format("%.1f", r.box3_us),   format("%.1f", r.running_us),
       format("%.1f", r.wide_us),     format("%.1f", r.tensor_us),    format("%.1f", r.copy_us),
       format("%.2f", r.ours_us / r.copy_us), fastest};
   if (r.npp_us >= 0)
@@ -161,7 +161,7 @@ nlohmann::json kernel_json(const std::vector<bench::KernelResult>& results) {
     const bench::FastestPath best = bench::fastest_path(r);
     j.push_back({{"width", r.width}, {"height", r.height}, {"channels", r.channels}, {"bits", r.bits}, {"filter", r.filter}, {"param", r.param},
                  {"taps", r.taps}, {"path", r.path}, {"ours_us", r.ours_us}, {"fused_us", r.fused_us},
-                 {"two_pass_us", r.two_pass_us}, {"register_us", r.register_us}, {"sliding_us", r.sliding_us},
+                 {"two_pass_us", r.two_pass_us}, {"register_us", r.register_us}, {"box3_us", r.box3_us},
                  {"running_us", r.running_us}, {"wide_us", r.wide_us}, {"tensor_us", r.tensor_us}, {"copy_us", r.copy_us},
                  {"ratio_to_copy", r.ours_us / r.copy_us}, {"fastest_path", best.path}, {"fastest_us", best.us},
                  {"auto_missed_fastest", bench::auto_missed_fastest(r)},

@@ -122,4 +122,19 @@ inline HostImage<T> oracle_box_exact(const HostImage<T>& src, int rx, int ry) {
   return out;
 }
 
+// P010's rounding, written here from its definition: v to the nearest
+// multiple of 2^shift, ties up, never above the largest multiple.
+inline uint16_t rounded_high_bits(uint32_t v, int shift) {
+  const uint32_t step = 1u << shift, top = 65536 - step;
+  const uint32_t down = v / step * step, rest = v - down;
+  const uint32_t r = rest * 2 >= step ? down + step : down;  // ties (rest * 2 == step) go up
+  return static_cast<uint16_t>(r > top ? top : r);
+}
+
+inline std::vector<uint16_t> every_16bit_value() {
+  std::vector<uint16_t> v(65536);
+  for (uint32_t i = 0; i < 65536; ++i) v[i] = static_cast<uint16_t>(i);
+  return v;
+}
+
 }  // namespace sbtest::kernels

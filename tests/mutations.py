@@ -57,6 +57,13 @@ MUTATIONS = [
     M("cuda-box-truncate", "rounding", "kernels/src/blur.cu",
       "return (sum + static_cast<Acc>(count / 2)) / static_cast<Acc>(count);",
       "return sum / static_cast<Acc>(count);", gpu=True),
+    # Auto's table: a rule that no longer holds sends planes to a slower path,
+    # and a fall-back that skips a step to one that cannot run them.
+    M("cuda-auto-no-box3", "choice", "kernels/src/blur.cu",
+      "{BlurPath::Box3, [](const BlurShape&) { return true; }},",
+      "{BlurPath::Box3, [](const BlurShape&) { return false; }},", gpu=True),
+    M("cuda-forced-register-to-two-pass", "choice", "kernels/src/blur.cu",
+      "{BlurPath::Register, BlurPath::Fused},", "{BlurPath::Register, BlurPath::TwoPass},", gpu=True),
     M("cuda-box-truncate-register", "rounding", "kernels/src/device_rows.cuh",
       "const uint32_t n = sum + (count >> 1);", "const uint32_t n = sum;", gpu=True),
     M("cuda-box-truncate-running-64", "rounding", "kernels/src/blur_running.cu",

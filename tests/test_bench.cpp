@@ -30,7 +30,7 @@ TEST(Bench, FastestPathIsTheQuickestTimedOneAndMarksAutosMisses) {
   r.ours_us = r.fused_us = 11.3;
   r.two_pass_us = 22.8;
   r.register_us = 9.8;
-  r.sliding_us = 31.2;
+  r.box3_us = 31.2;
   r.running_us = 12.4;
   EXPECT_EQ(streamblur::bench::fastest_path(r).path, "register");
   EXPECT_DOUBLE_EQ(streamblur::bench::fastest_path(r).us, 9.8);

@@ -223,23 +223,6 @@ TEST(Reference, MatchesTheIndependentOracle) {
 // 16-bit samples holding P010's 10 bits in the high bits: after a blur they
 // are rounded to a multiple of 2^shift, to nearest, ties (low bits exactly
 // 2^(shift-1)) up, and never above the largest multiple. Every 16-bit value.
-namespace {
-
-uint16_t rounded_high_bits(uint32_t v, int shift) {
-  const uint32_t step = 1u << shift, top = 65536 - step;
-  const uint32_t down = v / step * step, rest = v - down;
-  const uint32_t r = rest * 2 >= step ? down + step : down;  // ties (rest * 2 == step) go up
-  return static_cast<uint16_t>(r > top ? top : r);
-}
-
-std::vector<uint16_t> every_16bit_value() {
-  std::vector<uint16_t> v(65536);
-  for (uint32_t i = 0; i < 65536; ++i) v[i] = static_cast<uint16_t>(i);
-  return v;
-}
-
-}  // namespace
-
 TEST(CpuBlur, RoundToHighBitsRoundsToNearestTiesUp) {
   EXPECT_EQ(rounded_high_bits(31, 6), 0);
   EXPECT_EQ(rounded_high_bits(32, 6), 64);   // the tie

@@ -32,23 +32,6 @@
 using namespace streamblur;
 using namespace sbtest::kernels;
 
-namespace {
-
-uint16_t rounded_high_bits(uint32_t v, int shift) {
-  const uint32_t step = 1u << shift, top = 65536 - step;
-  const uint32_t down = v / step * step, rest = v - down;
-  const uint32_t r = rest * 2 >= step ? down + step : down;  // ties (rest * 2 == step) go up
-  return static_cast<uint16_t>(r > top ? top : r);
-}
-
-std::vector<uint16_t> every_16bit_value() {
-  std::vector<uint16_t> v(65536);
-  for (uint32_t i = 0; i < 65536; ++i) v[i] = static_cast<uint16_t>(i);
-  return v;
-}
-
-}  // namespace
-
 TEST(CudaBlur, RoundToHighBitsRoundsToNearestTiesUp) {
   SBTEST_SKIP_WITHOUT_GPU();
   for (int shift : {1, 6, 8}) {
@@ -135,7 +118,7 @@ struct DeviceImage {
 };
 
 const cuda::BlurPath kPaths[] = {cuda::BlurPath::Auto,     cuda::BlurPath::Fused,   cuda::BlurPath::TwoPass,
-                                 cuda::BlurPath::Register, cuda::BlurPath::Sliding, cuda::BlurPath::Running,
+                                 cuda::BlurPath::Register, cuda::BlurPath::Box3, cuda::BlurPath::Running,
                                  cuda::BlurPath::Wide,     cuda::BlurPath::Tensor};
 std::string path_label(cuda::BlurPath p) { return std::string("path ") + cuda::path_name(p); }
 
@@ -247,11 +230,11 @@ INSTANTIATE_TEST_SUITE_P(CudaBlur, CudaBox, testing::ValuesIn(gpu_box_cases()), 
 TEST(CudaBlur, AutoBoxKernelsFromTheMeasuredTable) {
   REQUIRE_GPU();
   using P = cuda::BlurPath;
-  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 1920, 1080, 1, 1), P::Sliding);  // the 3x3 box kernel, at every size
-  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 1920, 1080, 1, 2), P::Sliding);
-  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 64, 64, 1, 1), P::Sliding);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 1920, 1080, 1, 1), P::Box3);  // the 3x3 box kernel, at every size
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 1920, 1080, 1, 2), P::Box3);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 64, 64, 1, 1), P::Box3);
   EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(3), 1920, 1080, 1, 2), P::Register);
-  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 3840, 2160, 1, 2), P::Sliding);
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 3840, 2160, 1, 2), P::Box3);
   EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(3), 3840, 2160, 1, 1), P::Register);
   EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(8), 1920, 1080, 1, 1), P::Register);
   EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(60), 1920, 1080, 1, 1), P::Running);
@@ -287,13 +270,12 @@ TEST(CudaBlur, Box3PlaneTallerThanOneGrid) {
   HostImage<uint8_t> want(s.w, s.h, 1);
   reference::box_blur<uint8_t>(src.cplane(), want.plane(), 1);
   cuda::BoxBlur blur(1);
-  EXPECT_EQ(cuda::path_taken(blur, s.w, s.h, 1, 1), cuda::BlurPath::Sliding);
+  EXPECT_EQ(cuda::path_taken(blur, s.w, s.h, 1, 1), cuda::BlurPath::Box3);
   gpu_case<uint8_t>(src, want, 0, [&](Plane<const uint8_t> a, Plane<uint8_t> b, cudaStream_t st) { blur.apply<uint8_t>(a, b, st); });
 }
 
 // The register path has one kernel per radius bucket (1, 2, 3, 4, 6, 8, 12,
-// 16, 24, 32) and pads smaller radii with zero weights (the sliding path the
-// same up to 6, and one box kernel per radius 1..4): every bucket, at its
+// 16, 24, 32) and pads smaller radii with zero weights: every bucket, at its
 // edges, on a plane of several tiles whose width is no multiple of 128.
 TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   REQUIRE_GPU();
@@ -345,10 +327,10 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(7.0), 960, 540, 2, 1), P::Tensor);
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(10.0), 960, 540, 2, 1), P::Wide);
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(20.0), 640, 360, 4, 1), P::TwoPass);
-  // A forced path that cannot run falls back: sliding -> register -> fused
+  // A forced path that cannot run falls back: box3 -> register -> fused
   // -> two passes.
   cuda::GaussianBlur wide(5.0);
-  cuda::set_path(wide, P::Sliding);
+  cuda::set_path(wide, P::Box3);
   EXPECT_EQ(cuda::path_taken(wide, 640, 360, 1, 1), P::Register);
   cuda::set_path(wide, P::Register);
   EXPECT_EQ(cuda::path_taken(wide, 640, 360, 2, 1), P::Fused);
@@ -705,7 +687,7 @@ TEST(CudaBlur, TensorGaussEveryStepCount) {
   }
 }
 
-// The 3x3 box (sliding path, radius 1): widths around the 8-sample lanes and
+// The 3x3 box (the box3 path): widths around the 8-sample lanes and
 // 256-sample warps, heights around the 8-row strips, 8 and 16 bits.
 TEST(CudaBlur, Box3x3AtEveryEdge) {
   REQUIRE_GPU();

@@ -1,13 +1,14 @@
-// Separable Gaussian and box blurs of one pitch-linear plane.
+// Separable Gaussian and box blurs of one pitch-linear plane: the paths of
+// cuda::GaussianBlur and cuda::BoxBlur, and the one table (kAutoRules) that
+// chooses among them.
 //
-// Small and medium radii run fused: a block stages its output tile plus halo
-// of the source in shared memory, runs the horizontal pass over the tile's
-// rows and halo rows into shared memory, then the vertical pass, so global
-// memory sees about one read (plus halo) and one write per sample. One-channel
-// planes use a kernel with 4 samples per thread (vector loads and stores,
-// register windows); interleaved channels a generic one, which is limited by
-// per-sample instructions and so pays only up to r = 3. Larger radii run in
-// two passes:
+// The paths: register-blocked fused kernels for one-channel planes
+// (blur_tiled.cu, which also holds the 3x3 box), running sums for boxes of any
+// radius (blur_running.cu), the wide Gaussian passes (blur_wide.cu), the
+// tensor-core Gaussian (blur_tensor.cu), and here the fallback for everything
+// else: a generic fused kernel for small vertical radii, whose block stages
+// its output tile plus halo in shared memory and runs both passes there, else
+// two passes.
 //
 // Pass 1 (horizontal) reads the source row segment plus its halo into shared
 // memory once and writes one intermediate value per sample: float for the
@@ -209,134 +210,6 @@ fused_blur(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ 
   }
 }
 
-// Fused kernel for planes of one channel (Y, U, V, gray): each thread owns
-// 4 adjacent samples of 4 rows. Rows are loaded 4 samples at a time (one
-// 32- or 64-bit load) where the tile lies inside the plane, the horizontal pass
-// slides a register window along the row, and results are stored 4 at a time.
-constexpr int kX4ThreadsX = 32;
-constexpr int kX4ThreadsY = 8;
-constexpr int kX4TileW = kX4ThreadsX * 4;  // 128 samples
-constexpr int kX4TileH = kX4ThreadsY * 4;  // 32 rows
-constexpr int kX4MaxRadius = 32;           // halo columns are loaded by one thread each
-// Auto uses it up to these radii: it beats two passes up to r = 15 for the
-// Gaussian and r = 8 for the box, not at 30 / 15 (tuning.json:
-// "blur.x4_auto_max_radius").
-constexpr int kX4AutoMaxRadiusGauss = 16;
-constexpr int kX4AutoMaxRadiusBox = 8;
-
-template <class In>
-std::size_t x4_shared_bytes(int rx, int ry, std::size_t sample_bytes, bool weighted) {
-  const std::size_t in_h = kX4TileH + 2 * ry, in_w = kX4TileW + 2 * rx;
-  const std::size_t w = weighted ? (2 * rx + 1 + 2 * ry + 1) * sizeof(float) : 0;
-  const std::size_t tile = (in_h * in_w * sample_bytes + 15) / 16 * 16;
-  return (w + 15) / 16 * 16 + tile + in_h * kX4TileW * sizeof(In);
-}
-
-template <class T> struct Vec4;
-template <> struct Vec4<uint8_t> { using type = uchar4; };
-template <> struct Vec4<uint16_t> { using type = ushort4; };
-
-template <class T, class In, class Acc, bool kWeighted>
-__global__ void __launch_bounds__(kX4ThreadsX * kX4ThreadsY)
-fused_blur_x4(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
-              int samples, int height, const float* __restrict__ weights, int rx, int ry,
-              unsigned long long box_count, bool vector_io) {
-  using V = typename Vec4<T>::type;
-  extern __shared__ float smem[];
-  const int in_w = kX4TileW + 2 * rx, in_h = kX4TileH + 2 * ry;
-  float* wx = smem;
-  float* wy = wx + (kWeighted ? 2 * rx + 1 : 0);
-  const int wfloats = kWeighted ? 2 * rx + 1 + 2 * ry + 1 : 0;
-  T* tile = reinterpret_cast<T*>(smem + (wfloats + 3) / 4 * 4);
-  In* hsum = reinterpret_cast<In*>(reinterpret_cast<unsigned char*>(tile) +
-                                   (static_cast<std::size_t>(in_h) * in_w * sizeof(T) + 15) / 16 * 16);
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int x0 = blockIdx.x * kX4TileW, y0 = blockIdx.y * kX4TileH;
-  if (kWeighted) {
-    for (int i = ty * kX4ThreadsX + tx; i < wfloats; i += kX4ThreadsX * kX4ThreadsY)
-      smem[i] = weights[i];  // horizontal then vertical, as stored
-  }
-  const bool full_row = vector_io && x0 + kX4TileW <= samples;
-  for (int r = ty; r < in_h; r += kX4ThreadsY) {
-    const T* in = row_ptr(src, src_pitch, min(max(y0 - ry + r, 0), height - 1));
-    T* t = tile + r * in_w;
-    const int c = tx * 4;
-    if (full_row) {
-      const V v = *reinterpret_cast<const V*>(in + x0 + c);
-      t[rx + c] = v.x; t[rx + c + 1] = v.y; t[rx + c + 2] = v.z; t[rx + c + 3] = v.w;
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) t[rx + c + j] = in[min(max(x0 + c + j, 0), samples - 1)];
-    }
-    if (tx < rx) {  // halo columns, clamped at the plane's edges
-      t[tx] = in[min(max(x0 - rx + tx, 0), samples - 1)];
-      t[rx + kX4TileW + tx] = in[min(max(x0 + kX4TileW + tx, 0), samples - 1)];
-    }
-  }
-  __syncthreads();
-  // Horizontal: 4 outputs per thread per row from a window of 4 + 2rx samples.
-  for (int r = ty; r < in_h; r += kX4ThreadsY) {
-    const T* t = tile + r * in_w + tx * 4;
-    In acc[4] = {0, 0, 0, 0};
-    for (int i = 0; i < 4 + 2 * rx; ++i) {
-      const T v = t[i];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int k = i - j;
-        if (k >= 0 && k <= 2 * rx) {
-          if constexpr (kWeighted) acc[j] += wx[k] * static_cast<float>(v);
-          else acc[j] += static_cast<In>(v);
-        }
-      }
-    }
-    In* h = hsum + r * kX4TileW + tx * 4;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) h[j] = acc[j];
-  }
-  __syncthreads();
-  // Vertical: 4 columns x 4 rows per thread.
-  const int c = tx * 4, r0 = ty * 4;
-  Acc acc[4][4] = {};
-  for (int i = 0; i < 4 + 2 * ry; ++i) {
-    const In* h = hsum + (r0 + i) * kX4TileW + c;
-    In v[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) v[q] = h[q];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int k = i - j;
-      if (k >= 0 && k <= 2 * ry) {
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          if constexpr (kWeighted) acc[j][q] += wy[k] * v[q];
-          else acc[j][q] += static_cast<Acc>(v[q]);
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int y = y0 + r0 + j;
-    if (y >= height) break;
-    T* out = row_ptr(dst, dst_pitch, y) + x0 + c;
-    T o[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      if constexpr (kWeighted) o[q] = round_clamp<T>(acc[j][q]);
-      else o[q] = static_cast<T>(box_round(acc[j][q], box_count));
-    }
-    if (full_row) {
-      V v;
-      v.x = o[0]; v.y = o[1]; v.z = o[2]; v.w = o[3];
-      *reinterpret_cast<V*>(out) = v;
-    } else {
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        if (x0 + c + q < samples) out[q] = o[q];
-    }
-  }
-}
-
 __global__ void round_high_bits_kernel(uint16_t* data, std::ptrdiff_t pitch, int samples, int height, int shift) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y;
@@ -371,30 +244,18 @@ void check_planes(const Plane<const T>& src, const Plane<T>& dst) {
     throw std::invalid_argument("blur: bad plane shape");
 }
 
-// The kernel that runs, after Auto's choice and the fall-backs.
-enum class Kernel { Tensor, Sliding, Register, Running, Wide, FusedX4, Fused, TwoPass };
+// What the choice of kernels reads: the blur and the plane.
+struct BlurShape {
+  bool weighted;             // Gaussian (else box)
+  int channels;              // interleaved samples per pixel
+  std::size_t sample_bytes;  // 1 or 2
+  int rx, ry;
+  int samples, height;       // samples per row, rows
+  bool one_channel() const { return channels == 1; }
+  int radius() const { return std::max(rx, ry); }
+  long long total() const { return static_cast<long long>(samples) * height; }
+};
 
-// Auto's choice, from the kernel benchmark (8- and 16-bit planes, 1080p and
-// 4K; the figures are in tuning.json, under the entries named here and by the
-// constants below):
-// - Gaussians on one-channel 8-bit planes: the tensor-core kernel from
-//   kTensorFromRadius(Large) to radius 32, and on 8-bit pairs while the band
-//   meets at most 4 blocks of taps (to sigma 7), on planes under 2 M samples
-//   from 3 blocks (sigma 3);
-// - other Gaussians on one-channel planes: the register-blocked kernels up to
-//   radius 32 (faster than the fused and sliding ones at every sigma and size
-//   measured), the wide two passes above and, on planes of 4 M samples or
-//   more, from kWideFromRadiusLarge;
-// - boxes of radius 1: the 3x3 box kernel (the sliding path's radius 1) on
-//   every plane, ahead of the register and fused kernels ("blur.auto_box3");
-// - other boxes up to radius 32: register-blocked, on smaller planes from
-//   radius 1 too, where it ties or beats the fused kernel
-//   ("blur.auto_box_register"); running sums from kRunningFromRadius (two
-//   passes where those cannot run).
-// Interleaved channels: Gaussians on 8-bit pairs the tensor-core kernel as
-// above, on other pairs the wide passes; boxes on pairs take the running
-// sums (from kRunningFromRadiusPairs); other cases the generic fused kernel
-// up to ry = 3, else two passes.
 constexpr long long kLargePlaneSamples = 4'000'000;
 // Boxes from this radius (rx or ry) take the running sums, whose cost does
 // not grow with the radius: on one-channel planes beyond the register path's
@@ -424,104 +285,110 @@ constexpr long long kTensorPairsMinSamples = 2'000'000;
 constexpr int kTensorPairsMaxBlocks = 4;
 constexpr int kTensorPairsSmallFromBlocks = 3;
 
+
+// Whether `path`'s kernels can run `s` on this device (never for Auto).
 template <class In>
-Kernel choose_kernel(BlurPath path, bool weighted, int channels, std::size_t sample_bytes, int rx, int ry,
-                     int samples, int height) {
-  const bool one_channel = channels == 1;
-  const long long samples_total = static_cast<long long>(samples) * height;
-  const bool large = samples_total >= kLargePlaneSamples;
-  const bool sliding_fits = one_channel && tiled::sliding_fits(!weighted, rx, ry);
-  const bool register_fits =
-      one_channel && (weighted ? tiled::gauss_fits(rx, ry, sample_bytes) : tiled::box_fits(rx, ry, sample_bytes));
-  const bool running_fits = !weighted && running::fits(samples / channels, channels, sample_bytes, rx, ry);
-  const bool wide_fits = weighted && wide::fits(channels, rx, ry);
-  const bool tensor_fits = weighted && tensor::fits(rx, ry, sample_bytes, channels);
-  if (path == BlurPath::Tensor && tensor_fits) return Kernel::Tensor;
-  if (path == BlurPath::Tensor) path = BlurPath::Register;
-  if (path == BlurPath::Wide && wide_fits) return Kernel::Wide;
-  // Interleaved 8-bit pairs: the tensor-core kernel (each channel staged
-  // apart, so its blocks of taps are counted in pixels) while its band meets
-  // at most 4 blocks of taps, on planes under 2 M samples from 3 blocks: at 5
-  // blocks its lead over the wide passes is under 5%, and on a 1080p frame's
-  // UV plane it is no faster than them at 2 and 4 blocks (tuning.json:
-  // "blur.tensor_pairs").
-  if (path == BlurPath::Auto && channels == 2 && tensor_fits) {
-    const int blocks = tensor::tap_blocks(rx, ry);
-    if (blocks <= kTensorPairsMaxBlocks &&
-        (samples_total >= kTensorPairsMinSamples || blocks >= kTensorPairsSmallFromBlocks))
-      return Kernel::Tensor;
+bool fits(BlurPath path, const BlurShape& s) {
+  switch (path) {
+    case BlurPath::Tensor: return s.weighted && tensor::fits(s.rx, s.ry, s.sample_bytes, s.channels);
+    case BlurPath::Wide: return s.weighted && wide::fits(s.channels, s.rx, s.ry);
+    case BlurPath::Running:
+      return !s.weighted && running::fits(s.samples / s.channels, s.channels, s.sample_bytes, s.rx, s.ry);
+    case BlurPath::Box3: return !s.weighted && s.one_channel() && s.rx == 1 && s.ry == 1;
+    case BlurPath::Register:
+      return s.one_channel() && (s.weighted ? tiled::gauss_fits(s.rx, s.ry, s.sample_bytes)
+                                            : tiled::box_fits(s.rx, s.ry, s.sample_bytes));
+    case BlurPath::Fused:
+      return fused_shared_bytes<In>(s.rx, s.ry, s.channels, s.sample_bytes, s.weighted) <= kMaxShared &&
+             (s.height + kFTileH - 1) / kFTileH <= kMaxGridY;
+    case BlurPath::TwoPass: return true;
+    case BlurPath::Auto: break;
   }
-  // Other pairs: the wide passes at every sigma measured, ahead of the
-  // generic fused kernel (tuning.json: "blur.wide_pairs").
-  if (path == BlurPath::Auto && wide_fits && channels == 2) return Kernel::Wide;
-  if (path == BlurPath::Wide) path = BlurPath::TwoPass;
-  const int running_from =
-      one_channel ? (large ? (sample_bytes == 1 ? kRunningFromRadiusLarge : kRunningFromRadiusLarge16) : kRunningFromRadius)
-                  : kRunningFromRadiusPairs;
-  const int wide_from = large ? kWideFromRadiusLarge : tiled::kMaxRadius + 1;
-  if (path == BlurPath::Auto && running_fits && std::max(rx, ry) >= running_from) return Kernel::Running;
-  if (path == BlurPath::Running && running_fits) return Kernel::Running;
-  if (path == BlurPath::Running) path = BlurPath::Register;
-  if (path == BlurPath::Auto && one_channel) {
-    if (!weighted && rx == 1 && ry == 1 && sliding_fits) return Kernel::Sliding;
-    else if (tensor_fits && std::max(rx, ry) >= (large ? kTensorFromRadiusLarge : kTensorFromRadius))
-      return Kernel::Tensor;
-    else if (weighted && wide_fits && std::max(rx, ry) >= wide_from) return Kernel::Wide;
-    else if (register_fits) return Kernel::Register;
-  }
-  if (path == BlurPath::Sliding && sliding_fits) return Kernel::Sliding;
-  if (path == BlurPath::Sliding) path = BlurPath::Register;
-  if (path == BlurPath::Register && register_fits) return Kernel::Register;
-  if (path == BlurPath::Register) path = BlurPath::Fused;
-  const int auto_max = weighted ? kX4AutoMaxRadiusGauss : kX4AutoMaxRadiusBox;
-  const bool auto_x4 = path == BlurPath::Auto && rx <= auto_max && ry <= auto_max;
-  if (one_channel && (path == BlurPath::Fused || auto_x4) && rx <= kX4MaxRadius &&
-      x4_shared_bytes<In>(rx, ry, sample_bytes, weighted) <= kMaxShared &&
-      (height + kX4TileH - 1) / kX4TileH <= kMaxGridY)
-    return Kernel::FusedX4;
-  if ((path == BlurPath::Fused || (path == BlurPath::Auto && ry <= kFusedMaxRadiusY)) &&
-      fused_shared_bytes<In>(rx, ry, channels, sample_bytes, weighted) <= kMaxShared &&
-      (height + kFTileH - 1) / kFTileH <= kMaxGridY)
-    return Kernel::Fused;
-  if (path == BlurPath::Auto && wide_fits) return Kernel::Wide;
-  return Kernel::TwoPass;
+  return false;
 }
 
-BlurPath path_of(Kernel k) {
-  switch (k) {
-    case Kernel::Tensor: return BlurPath::Tensor;
-    case Kernel::Sliding: return BlurPath::Sliding;
-    case Kernel::Register: return BlurPath::Register;
-    case Kernel::Running: return BlurPath::Running;
-    case Kernel::Wide: return BlurPath::Wide;
-    case Kernel::FusedX4:
-    case Kernel::Fused: return BlurPath::Fused;
-    default: return BlurPath::TwoPass;
-  }
-}
+// Auto's rules, from the kernel benchmark (8- and 16-bit planes, 1080p and
+// 4K; the figures are in tuning.json under the names given): the first row
+// whose path fits the plane and whose rule holds runs it. Every path Auto
+// takes is here, and no other runs unless forced.
+struct AutoRule {
+  BlurPath path;
+  bool (*takes)(const BlurShape&);
+};
+constexpr AutoRule kAutoRules[] = {
+    // 8-bit pairs: the tensor-core kernel (each channel staged apart, so its
+    // blocks of taps are counted in pixels) while its band meets at most 4
+    // blocks of taps, on planes under 2 M samples from 3 blocks ("blur.tensor_pairs").
+    {BlurPath::Tensor,
+     [](const BlurShape& s) {
+       const int blocks = tensor::tap_blocks(s.rx, s.ry);
+       return s.channels == 2 && blocks <= kTensorPairsMaxBlocks &&
+              (s.total() >= kTensorPairsMinSamples || blocks >= kTensorPairsSmallFromBlocks);
+     }},
+    // Other Gaussian pairs: the wide passes at every sigma ("blur.wide_pairs").
+    {BlurPath::Wide, [](const BlurShape& s) { return s.channels == 2; }},
+    // Boxes: running sums from the radius where they overtake ("blur.running_from_radius").
+    {BlurPath::Running,
+     [](const BlurShape& s) {
+       const bool large = s.total() >= kLargePlaneSamples;
+       const int from = !s.one_channel() ? kRunningFromRadiusPairs
+                        : !large         ? kRunningFromRadius
+                                         : (s.sample_bytes == 1 ? kRunningFromRadiusLarge : kRunningFromRadiusLarge16);
+       return s.radius() >= from;
+     }},
+    // The 3x3 box: its own kernel on every plane ("blur.auto_box3").
+    {BlurPath::Box3, [](const BlurShape&) { return true; }},
+    // One-channel 8-bit Gaussians: tensor cores from kTensorFromRadius(Large) ("blur.tensor_from_radius").
+    {BlurPath::Tensor,
+     [](const BlurShape& s) {
+       return s.one_channel() && s.radius() >= (s.total() >= kLargePlaneSamples ? kTensorFromRadiusLarge : kTensorFromRadius);
+     }},
+    // One-channel Gaussians: the wide passes above the register kernels' reach,
+    // and on large planes from kWideFromRadiusLarge ("blur.wide_from_radius").
+    {BlurPath::Wide,
+     [](const BlurShape& s) {
+       return s.one_channel() && s.radius() >= (s.total() >= kLargePlaneSamples ? kWideFromRadiusLarge : tiled::kMaxRadius + 1);
+     }},
+    // Other one-channel blurs: register-blocked, up to radius 32 ("blur.auto_box_register").
+    {BlurPath::Register, [](const BlurShape&) { return true; }},
+    // Interleaved channels beyond the above: the generic fused kernel up to
+    // ry = 3 ("blur.fused_max_radius"), then the wide passes, then two passes.
+    {BlurPath::Fused, [](const BlurShape& s) { return s.ry <= kFusedMaxRadiusY; }},
+    {BlurPath::Wide, [](const BlurShape&) { return true; }},
+    {BlurPath::TwoPass, [](const BlurShape&) { return true; }},
+};
 
-// The 4-per-thread fused kernel from src into out (its launch; the caller
-// checks it).
-template <class T, class In, class Acc, bool kWeighted>
-void launch_fused_x4(Plane<const T> src, Plane<T> out, const float* weights, int rx, int ry, int samples, int height,
-                     unsigned long long box_count, cudaStream_t stream) {
-  const std::size_t shared = x4_shared_bytes<In>(rx, ry, sizeof(T), kWeighted);
-  const unsigned grid_y = (height + kX4TileH - 1) / kX4TileH;
-  const std::size_t align = 4 * sizeof(T);
-  auto aligned = [&](const void* p, std::ptrdiff_t pitch) {
-    return reinterpret_cast<std::uintptr_t>(p) % align == 0 && pitch % static_cast<std::ptrdiff_t>(align) == 0;
-  };
-  const bool vector_io = aligned(src.data, src.pitch) && aligned(out.data, out.pitch);
-  const dim3 grid((samples + kX4TileW - 1) / kX4TileW, grid_y);
-  fused_blur_x4<T, In, Acc, kWeighted><<<grid, dim3(kX4ThreadsX, kX4ThreadsY), shared, stream>>>(
-      src.data, src.pitch, out.data, out.pitch, samples, height, weights, rx, ry, box_count, vector_io);
+// Where a forced path that cannot run the plane goes instead.
+constexpr std::pair<BlurPath, BlurPath> kFallbacks[] = {
+    {BlurPath::Tensor, BlurPath::Register}, {BlurPath::Running, BlurPath::Register},
+    {BlurPath::Box3, BlurPath::Register},   {BlurPath::Register, BlurPath::Fused},
+    {BlurPath::Wide, BlurPath::TwoPass},    {BlurPath::Fused, BlurPath::TwoPass},
+};
+
+// The path that runs (never Auto): Auto's first rule that applies, or the
+// forced path, else its fall-backs down to two passes.
+template <class In>
+BlurPath choose_path(BlurPath path, const BlurShape& s) {
+  if (path == BlurPath::Auto) {
+    for (const AutoRule& r : kAutoRules)
+      if (fits<In>(r.path, s) && r.takes(s)) return r.path;
+    return BlurPath::TwoPass;
+  }
+  while (path != BlurPath::TwoPass && !fits<In>(path, s)) {
+    const auto* next = std::find_if(std::begin(kFallbacks), std::end(kFallbacks),
+                                    [path](const auto& f) { return f.first == path; });
+    path = next == std::end(kFallbacks) ? BlurPath::TwoPass : next->second;
+  }
+  return path;
 }
 
 // The generic fused kernel from src into out (its launch; the caller checks
 // it).
 template <class T, class In, class Acc, bool kWeighted>
-void launch_fused(Plane<const T> src, Plane<T> out, const float* weights, int rx, int ry, int samples, int height,
-                  unsigned long long box_count, cudaStream_t stream) {
+void launch_fused(Plane<const T> src, Plane<T> out, const BlurTaps& taps, cudaStream_t stream) {
+  const int rx = taps.rx, ry = taps.ry, samples = src.samples_per_row(), height = src.height;
+  const unsigned long long box_count = static_cast<unsigned long long>(2 * rx + 1) * (2 * ry + 1);
+  const float* weights = taps.x;  // both directions, horizontal first (Gaussians)
   const std::size_t shared = fused_shared_bytes<In>(rx, ry, src.channels, sizeof(T), kWeighted);
   const unsigned grid_y = (height + kFTileH - 1) / kFTileH;
   const dim3 grid((samples + kFTileW - 1) / kFTileW, grid_y);
@@ -532,12 +399,12 @@ void launch_fused(Plane<const T> src, Plane<T> out, const float* weights, int rx
 // Two passes through the scratch plane: horizontal from src into it, then
 // vertical from it into dst, each launch checked.
 template <class T, class In, class Acc, bool kWeighted>
-void run_two_passes(Plane<const T> src, Plane<T> dst, const float* weights, int rx, int ry, void* scratch,
-                    int samples, int height, cudaStream_t stream) {
+void run_two_passes(Plane<const T> src, Plane<T> dst, const BlurTaps& taps, void* scratch, cudaStream_t stream) {
+  const int rx = taps.rx, ry = taps.ry, samples = src.samples_per_row(), height = src.height;
   const std::ptrdiff_t tmp_pitch = static_cast<std::ptrdiff_t>(scratch_pitch(samples));
   In* tmp = static_cast<In*>(scratch);
-  const float* wx = weights;
-  const float* wy = kWeighted ? weights + 2 * rx + 1 : nullptr;
+  const float* wx = taps.x;
+  const float* wy = taps.y;
 
   int radius = rx;
   std::size_t wbytes = kWeighted ? (2 * radius + 1) * sizeof(float) : 0;
@@ -585,7 +452,6 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
   using In = std::conditional_t<kWeighted, float, uint32_t>;
   const int samples = src.samples_per_row();
   const int height = src.height;
-  const unsigned long long box_count = static_cast<unsigned long long>(2 * rx + 1) * (2 * ry + 1);
   // Tiles read their neighbours' rows, so in place a fused kernel writes to the
   // scratch plane and the result is copied back (still fewer bytes than two passes).
   const bool in_place = src.data == dst.data;
@@ -596,8 +462,8 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
     STREAMBLUR_CHECK_LAUNCH(kernel, stream);
     if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
   };
-  const Kernel kernel = choose_kernel<In>(path, kWeighted, src.channels, sizeof(T), rx, ry, samples, height);
-  const bool takes_shift = kernel == Kernel::Wide || (kernel == Kernel::Register && kWeighted);
+  const BlurPath kernel = choose_path<In>(path, {kWeighted, src.channels, sizeof(T), rx, ry, samples, height});
+  const bool takes_shift = kernel == BlurPath::Wide || (kernel == BlurPath::Register && kWeighted);
   if (shift != 0 && !takes_shift) {
     if constexpr (sizeof(T) == 2) {
       if (in_place) shift_samples(dst, shift, stream);
@@ -607,48 +473,38 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
     }
     return;
   }
-  if (kernel == Kernel::Tensor) {
-    if constexpr (kWeighted && sizeof(T) == 1)
-      tensor::gauss(src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, host_weights, rx,
-                    host_weights + 2 * rx + 1, ry, stream);
+  const BlurTaps host{rx, ry, host_weights, kWeighted ? host_weights + 2 * rx + 1 : nullptr};
+  const BlurTaps device{rx, ry, weights, kWeighted ? weights + 2 * rx + 1 : nullptr};
+  if (kernel == BlurPath::Tensor) {
+    if constexpr (kWeighted && sizeof(T) == 1) tensor::gauss(src, out, host, stream);
     return finish_fused("gauss_tensor");
   }
-  if (kernel == Kernel::Sliding) {
-    tiled::sliding<T>(src.data, src.pitch, out.data, out.pitch, samples, height, host_weights, rx,
-                      kWeighted ? host_weights + 2 * rx + 1 : nullptr, ry, stream);
-    return finish_fused("sliding_blur");
+  if (kernel == BlurPath::Box3) {
+    tiled::box3_blur<T>(src, out, stream);
+    return finish_fused("box3");
   }
-  if (kernel == Kernel::Running) {
+  if (kernel == BlurPath::Running) {
     if constexpr (!kWeighted) {
       void* sums = in_place ? static_cast<unsigned char*>(scratch) + scratch_pitch(samples) * height : scratch;
-      running::box<T>(src.data, src.pitch, out.data, out.pitch, src.width, height, src.channels, rx, ry, sums, stream);
+      running::box<T>(src, out, host, sums, stream);
     }
     if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
     return;
   }
-  if (kernel == Kernel::Wide) {
-    if constexpr (kWeighted)
-      wide::gauss<T>(src.data, src.pitch, dst.data, dst.pitch, src.width, height, src.channels, weights, rx,
-                     weights + 2 * rx + 1, ry, shift, scratch, stream);  // scratch_pitch >= wide::plane_pitch
+  if (kernel == BlurPath::Wide) {
+    if constexpr (kWeighted) wide::gauss<T>(src, dst, device, shift, scratch, stream);  // scratch_pitch >= wide::plane_pitch
     return;
   }
-  if (kernel == Kernel::Register) {
-    if constexpr (kWeighted)
-      tiled::gauss<T>(src.data, src.pitch, out.data, out.pitch, samples, height, host_weights, rx,
-                      host_weights + 2 * rx + 1, ry, shift, stream);
-    else
-      tiled::box<T>(src.data, src.pitch, out.data, out.pitch, samples, height, rx, ry, stream);
+  if (kernel == BlurPath::Register) {
+    if constexpr (kWeighted) tiled::gauss<T>(src, out, host, shift, stream);
+    else tiled::box<T>(src, out, host, stream);
     return finish_fused(kWeighted ? "gauss_tiled" : "box_tiled");
   }
-  if (kernel == Kernel::FusedX4) {
-    launch_fused_x4<T, In, Acc, kWeighted>(src, out, weights, rx, ry, samples, height, box_count, stream);
-    return finish_fused("fused_blur_x4");
-  }
-  if (kernel == Kernel::Fused) {
-    launch_fused<T, In, Acc, kWeighted>(src, out, weights, rx, ry, samples, height, box_count, stream);
+  if (kernel == BlurPath::Fused) {
+    launch_fused<T, In, Acc, kWeighted>(src, out, device, stream);
     return finish_fused("fused_blur");
   }
-  run_two_passes<T, In, Acc, kWeighted>(src, dst, weights, rx, ry, scratch, samples, height, stream);
+  run_two_passes<T, In, Acc, kWeighted>(src, dst, device, scratch, stream);
 }
 
 }  // namespace
@@ -668,7 +524,7 @@ const char* path_name(BlurPath path) noexcept {
     case BlurPath::Fused: return "fused";
     case BlurPath::TwoPass: return "two-pass";
     case BlurPath::Register: return "register";
-    case BlurPath::Sliding: return "sliding";
+    case BlurPath::Box3: return "box3";
     case BlurPath::Running: return "running";
     case BlurPath::Wide: return "wide";
     case BlurPath::Tensor: return "tensor";
@@ -686,13 +542,13 @@ GaussianBlur::GaussianBlur(double sigma_x, double sigma_y, int radius_x, int rad
 
 namespace detail {
 BlurPath path_taken(const GaussianBlur& blur, int width, int height, int channels, std::size_t sample_bytes) {
-  return path_of(choose_kernel<float>(PathAccess::get(blur), true, channels, sample_bytes, blur.radius_x(),
-                                      blur.radius_y(), width * channels, height));
+  return choose_path<float>(PathAccess::get(blur),
+                            {true, channels, sample_bytes, blur.radius_x(), blur.radius_y(), width * channels, height});
 }
 
 BlurPath path_taken(const BoxBlur& blur, int width, int height, int channels, std::size_t sample_bytes) {
-  return path_of(choose_kernel<uint32_t>(PathAccess::get(blur), false, channels, sample_bytes, blur.radius_x(),
-                                         blur.radius_y(), width * channels, height));
+  return choose_path<uint32_t>(PathAccess::get(blur),
+                               {false, channels, sample_bytes, blur.radius_x(), blur.radius_y(), width * channels, height});
 }
 }  // namespace detail
 

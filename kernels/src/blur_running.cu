@@ -1165,8 +1165,11 @@ std::size_t scratch_bytes(int width, int channels, int height) {
 }
 
 template <class T>
-void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
-         int channels, int rx, int ry, void* scratch, cudaStream_t stream) {
+void box(Plane<const T> s, Plane<T> d, const BlurTaps& taps, void* scratch, cudaStream_t stream) {
+  const T* src = s.data;
+  T* dst = d.data;
+  const std::ptrdiff_t src_pitch = s.pitch, dst_pitch = d.pitch;
+  const int width = s.width, height = s.height, channels = s.channels, rx = taps.rx, ry = taps.ry;
   if (!fits(width, channels, sizeof(T), rx, ry))
     throw std::invalid_argument("running box: a " + std::to_string(width) + "x" + std::to_string(channels) +
                                 " row does not fit the running-sum kernels");
@@ -1203,9 +1206,7 @@ void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitc
   }
 }
 
-template void box<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, int, int, int, void*,
-                           cudaStream_t);
-template void box<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, int, int, int, void*,
-                            cudaStream_t);
+template void box<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, const BlurTaps&, void*, cudaStream_t);
+template void box<uint16_t>(Plane<const uint16_t>, Plane<uint16_t>, const BlurTaps&, void*, cudaStream_t);
 
 }  // namespace streamblur::cuda::running

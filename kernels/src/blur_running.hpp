@@ -7,6 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "blur_taps.hpp"
+#include "streamblur/kernels/plane.hpp"
+
 namespace streamblur::cuda::running {
 
 // The widest row the band kernel takes, in samples (its shared memory holds
@@ -22,11 +25,11 @@ bool fits(int width, int channels, std::size_t sample_bytes, int rx, int ry);
 // Device scratch the path needs for a plane (column sums at band edges).
 std::size_t scratch_bytes(int width, int channels, int height);
 
-// Launch on `stream`; src != dst. `scratch`: scratch_bytes(width, channels,
-// height) bytes of device memory, 4-byte aligned. Throws std::invalid_argument
-// where fits() is false, CudaError on a launch failure.
+// Launch on `stream`, planes of the same size; src != dst. taps: the radii
+// (no weights). `scratch`: scratch_bytes(width, channels, height) bytes of
+// device memory, 4-byte aligned. Throws std::invalid_argument where fits() is
+// false, CudaError on a launch failure.
 template <class T>
-void box(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
-         int channels, int rx, int ry, void* scratch, cudaStream_t stream);
+void box(Plane<const T> src, Plane<T> dst, const BlurTaps& taps, void* scratch, cudaStream_t stream);
 
 }  // namespace streamblur::cuda::running

@@ -554,8 +554,12 @@ bool fits(int rx, int ry, std::size_t sample_bytes, int channels) {
 
 int tap_blocks(int rx, int ry) { return steps(rx, ry); }
 
-void gauss(const uint8_t* src, std::ptrdiff_t sp, uint8_t* dst, std::ptrdiff_t dp, int width, int height,
-           int channels, const float* wx, int rx, const float* wy, int ry, cudaStream_t stream) {
+void gauss(Plane<const uint8_t> s, Plane<uint8_t> d, const BlurTaps& in, cudaStream_t stream) {
+  const uint8_t* src = s.data;
+  uint8_t* dst = d.data;
+  const std::ptrdiff_t sp = s.pitch, dp = d.pitch;
+  const int width = s.samples_per_row(), height = s.height, channels = s.channels, rx = in.rx, ry = in.ry;
+  const float *wx = in.x, *wy = in.y;
   if (!fits(rx, ry, 1, channels))
     throw std::invalid_argument("tensor-core Gaussian: radius or channels beyond it, or tile beyond shared memory");
   if (width <= 0 || height <= 0) return;

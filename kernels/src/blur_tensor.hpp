@@ -7,6 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "blur_taps.hpp"
+#include "streamblur/kernels/plane.hpp"
+
 namespace streamblur::cuda::tensor {
 
 // The largest radius in either direction.
@@ -23,11 +26,9 @@ bool fits(int rx, int ry, std::size_t sample_bytes, int channels);
 // the same as one channel's): what the kernel's cost follows.
 int tap_blocks(int rx, int ry);
 
-// Launch on `stream`; src != dst (tiles read their neighbours' rows). width:
-// samples per row (pixels x channels). wx, wy: host weights, 2rx+1 and 2ry+1
-// floats. Throws std::invalid_argument where
+// Launch on `stream`, planes of the same size; src != dst (tiles read their
+// neighbours' rows). taps: host weights. Throws std::invalid_argument where
 // fits() fails, CudaError on a launch failure.
-void gauss(const uint8_t* src, std::ptrdiff_t src_pitch, uint8_t* dst, std::ptrdiff_t dst_pitch, int width,
-           int height, int channels, const float* wx, int rx, const float* wy, int ry, cudaStream_t stream);
+void gauss(Plane<const uint8_t> src, Plane<uint8_t> dst, const BlurTaps& taps, cudaStream_t stream);
 
 }  // namespace streamblur::cuda::tensor

@@ -58,17 +58,9 @@ using detail::shared_limit;
 template <class T> __device__ __forceinline__ const T* row_at(const T* b, std::ptrdiff_t p, int y) { return detail::row_ptr(b, p, y); }
 template <class T> __device__ __forceinline__ T* row_at(T* b, std::ptrdiff_t p, int y) { return detail::row_ptr(b, p, y); }
 
-// 4 samples starting at a 4-sample-aligned shared address, as floats:
-// 0x4B0000xx (or 0x4B00xxxx) is the float 2^23 + xx exactly.
-__device__ __forceinline__ void unpack4(const uint8_t* p, float out[4]) {
-  const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
-  out[0] = __int_as_float(__byte_perm(w, 0x4B000000u, 0x7440)) - 8388608.0f;
-  out[1] = __int_as_float(__byte_perm(w, 0x4B000000u, 0x7441)) - 8388608.0f;
-  out[2] = __int_as_float(__byte_perm(w, 0x4B000000u, 0x7442)) - 8388608.0f;
-  out[3] = __int_as_float(__byte_perm(w, 0x4B000000u, 0x7443)) - 8388608.0f;
-}
-// keep: the bits of each 32-bit word that hold the values (P010: the high 10
-// of each sample; see gauss_tiled).
+// 4 16-bit samples starting at a 4-sample-aligned shared address, as floats:
+// 0x4B00xxxx is the float 2^23 + xxxx exactly. keep: the bits of each 32-bit
+// word that hold the values (P010: the high 10 of each sample; see gauss_tiled).
 __device__ __forceinline__ void unpack4(const uint16_t* p, float out[4], uint32_t keep = ~0u) {
   uint2 w = *reinterpret_cast<const uint2*>(p);
   w.x &= keep;
@@ -375,108 +367,11 @@ box_tiled(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ d
   }
 }
 
-// ---- Sliding windows in registers, no shared memory (small radii).
-//
-// Each warp owns a column segment and a chunk of kChunk output rows and walks
-// down it: per input row a lane loads 4 samples (one 32- or 64-bit load), takes
-// its neighbours' samples by warp shuffles, computes 4 horizontal results and
-// keeps the last 2R+1 of them in a register ring, from which each output row's
-// vertical result is taken. The outermost kHaloLanes lanes of each side only
-// supply samples. No shared memory, no barriers: every sample is read from
-// global memory once per chunk (plus 2R halo rows from L2) and written once.
-
-template <class T> struct Word;
-template <> struct Word<uint8_t> { using type = uint32_t; };
-template <> struct Word<uint16_t> { using type = uint2; };
-
-__device__ __forceinline__ uint32_t shfl(uint32_t w, int lane) { return __shfl_sync(0xffffffffu, w, lane); }
-__device__ __forceinline__ uint2 shfl(uint2 w, int lane) {
-  return make_uint2(__shfl_sync(0xffffffffu, w.x, lane), __shfl_sync(0xffffffffu, w.y, lane));
-}
-__device__ __forceinline__ void unpack_word(uint32_t w, float out[4]) { unpack4(reinterpret_cast<const uint8_t*>(&w), out); }
-__device__ __forceinline__ void unpack_word(uint2 w, float out[4]) { unpack4(reinterpret_cast<const uint16_t*>(&w), out); }
-
-template <class T>
-__device__ __forceinline__ typename Word<T>::type load_word(const T* row, int x, int width, bool vector_ok) {
-  using W = typename Word<T>::type;
-  if (vector_ok && x >= 0 && x + 4 <= width) return *reinterpret_cast<const W*>(row + x);
-  uint32_t v[4];
-#pragma unroll
-  for (int q = 0; q < 4; ++q) v[q] = row[min(max(x + q, 0), width - 1)];
-  if constexpr (sizeof(T) == 1) return v[0] | v[1] << 8 | v[2] << 16 | v[3] << 24;
-  else return make_uint2(v[0] | v[1] << 16, v[2] | v[3] << 16);
-}
-
-template <int R> constexpr int halo_lanes() { return (R + 3) / 4; }
-template <int R> constexpr int sliding_out_width() { return 4 * (32 - 2 * halo_lanes<R>()); }
-template <int R> constexpr int sliding_chunk() { return R <= 2 ? 16 : 32; }
-constexpr int kSlidingWarps = 4;  // warps per block, stacked over row chunks
-
-// kBox: exact integer sums of radius R (weights unused); else the Gaussian
-// taps (radius <= R, zero-padded).
-template <class T, int R, bool kBox>
-__global__ void __launch_bounds__(32 * kSlidingWarps)
-sliding_blur(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
-             int width, int height, const Taps<R> taps, uint32_t count, float inv_count, bool vector_io) {
-  constexpr int kHL = halo_lanes<R>();
-  constexpr int kChunk = sliding_chunk<R>();
-  constexpr int kRows = kChunk + 2 * R;
-  using W = typename Word<T>::type;
-  const int lane = threadIdx.x;
-  const int x = blockIdx.x * sliding_out_width<R>() + 4 * (lane - kHL);
-  const int y0 = (blockIdx.y * kSlidingWarps + threadIdx.y) * kChunk;
-  if (y0 >= height) return;  // whole warp
-  const bool store_lane = lane >= kHL && lane < 32 - kHL && x < width;
-  const bool vector_store = vector_io && x + 4 <= width;
-  float ring[2 * R + 1][4];
-#pragma unroll
-  for (int i = 0; i < kRows; ++i) {
-    const T* row = row_at(src, src_pitch, min(max(y0 - R + i, 0), height - 1));
-    const W own = load_word<T>(row, x, width, vector_io);
-    // Samples [x - 4kHL, x + 4 + 4kHL): own word and kHL words from each side.
-    float s[4 * (2 * kHL + 1)];
-#pragma unroll
-    for (int n = -kHL; n <= kHL; ++n) {
-      const W w = n == 0 ? own : shfl(own, min(max(lane + n, 0), 31));
-      unpack_word(w, s + 4 * (n + kHL));
-    }
-    float* h = ring[i % (2 * R + 1)];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      float acc = 0.f;
-#pragma unroll
-      for (int k = 0; k <= 2 * R; ++k) {
-        const float v = s[4 * kHL + j + k - R];
-        acc = kBox ? acc + v : fmaf(taps.x[k], v, acc);
-      }
-      h[j] = acc;
-    }
-    if (i >= 2 * R) {
-      const int y = y0 + i - 2 * R;
-      if (y < height && store_lane) {
-        T o[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          float acc = 0.f;
-#pragma unroll
-          for (int k = 0; k <= 2 * R; ++k) {
-            const float v = ring[(i - 2 * R + k) % (2 * R + 1)][j];
-            acc = kBox ? acc + v : fmaf(taps.y[k], v, acc);
-          }
-          if constexpr (kBox) o[j] = static_cast<T>(divide_round(static_cast<uint32_t>(acc), count, inv_count));
-          else o[j] = round_clamp<T>(acc);
-        }
-        store4<T>(row_at(dst, dst_pitch, y), x, width, o, vector_store);
-      }
-    }
-  }
-}
-
 bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0 && pitch % static_cast<std::ptrdiff_t>(bytes) == 0;
 }
 
-// ---- The 3x3 box (rx = ry = 1), the sliding path's radius 1: bound by
+// ---- The 3x3 box (rx = ry = 1), the box3 path: bound by
 // memory, so built for bytes in flight. Each lane owns 8 samples of a row
 // (one 8- or 16-byte load), the warp 256 consecutive samples; a lane's
 // neighbours come by warp shuffles, the warp's two outer ones by single loads.
@@ -662,25 +557,6 @@ void launch_gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, in
   STREAMBLUR_CHECK_LAUNCH("gauss_tiled", stream);
 }
 
-template <class T, int R, bool kBox>
-void launch_sliding(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, const float* wx,
-                    int rx, const float* wy, int ry, cudaStream_t stream) {
-  Taps<R> taps{};
-  if (!kBox) {
-    for (int k = -rx; k <= rx; ++k) taps.x[R + k] = wx[rx + k];
-    for (int k = -ry; k <= ry; ++k) taps.y[R + k] = wy[ry + k];
-  }
-  const uint32_t count = (2 * R + 1) * (2 * R + 1);
-  const bool vector_io = aligned(src, sp, 4 * sizeof(T)) && aligned(dst, dp, 4 * sizeof(T));
-  const int rows_per_block = sliding_chunk<R>() * kSlidingWarps;
-  const unsigned grid_y = static_cast<unsigned>((height + rows_per_block - 1) / rows_per_block);
-  if (grid_y > 65535u) throw std::invalid_argument("blur: plane too tall");
-  const dim3 grid(static_cast<unsigned>((width + sliding_out_width<R>() - 1) / sliding_out_width<R>()), grid_y);
-  sliding_blur<T, R, kBox><<<grid, dim3(32, kSlidingWarps), 0, stream>>>(src, sp, dst, dp, width, height, taps, count,
-                                                                        1.0f / static_cast<float>(count), vector_io);
-  STREAMBLUR_CHECK_LAUNCH("sliding_blur", stream);
-}
-
 template <class T>
 void launch_box3(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, cudaStream_t stream) {
   const bool vector_io = aligned(src, sp, kBox3Lane * sizeof(T)) && aligned(dst, dp, kBox3Lane * sizeof(T));
@@ -725,9 +601,19 @@ bool box_fits(int rx, int ry, std::size_t sample_bytes) {
   return need <= shared_limit();
 }
 
+static void check_one_channel(int src_channels, int dst_channels) {
+  if (src_channels != 1 || dst_channels != 1)
+    throw std::invalid_argument("register-blocked blur: planes of one channel only");
+}
+
 template <class T>
-void gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, const float* wx, int rx,
-           const float* wy, int ry, int shift, cudaStream_t stream) {
+void gauss(Plane<const T> s, Plane<T> d, const BlurTaps& taps, int shift, cudaStream_t stream) {
+  const T* src = s.data;
+  T* dst = d.data;
+  const std::ptrdiff_t sp = s.pitch, dp = d.pitch;
+  const int width = s.width, height = s.height, rx = taps.rx, ry = taps.ry;
+  const float *wx = taps.x, *wy = taps.y;
+  check_one_channel(s.channels, d.channels);
   if (!gauss_fits(rx, ry, sizeof(T))) throw std::invalid_argument("register-blocked Gaussian: radius too large here");
   check_shift<T>(shift);
   switch (gauss_bucket(std::max(rx, ry))) {
@@ -760,50 +646,25 @@ void launch_box(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int 
 }
 
 template <class T>
-void box(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, int rx, int ry,
-         cudaStream_t stream) {
+void box(Plane<const T> src, Plane<T> dst, const BlurTaps& taps, cudaStream_t stream) {
+  check_one_channel(src.channels, dst.channels);
+  const int rx = taps.rx, ry = taps.ry;
   if (!box_fits(rx, ry, sizeof(T))) throw std::invalid_argument("register-blocked box: radius too large here");
-  if (ry <= 8) launch_box<T, kBoxTileRows, 1>(src, sp, dst, dp, width, height, rx, ry, stream);
-  else launch_box<T, kBoxTileRows, 8>(src, sp, dst, dp, width, height, rx, ry, stream);
-}
-
-bool sliding_fits(bool box, int rx, int ry) {
-  if (rx < 0 || ry < 0) return false;
-  return box ? rx == ry && rx >= 1 && rx <= kMaxSlidingBox : std::max(rx, ry) <= kMaxSlidingGauss;
+  if (ry <= 8) launch_box<T, kBoxTileRows, 1>(src.data, src.pitch, dst.data, dst.pitch, src.width, src.height, rx, ry, stream);
+  else launch_box<T, kBoxTileRows, 8>(src.data, src.pitch, dst.data, dst.pitch, src.width, src.height, rx, ry, stream);
 }
 
 template <class T>
-void sliding(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, const float* wx, int rx,
-             const float* wy, int ry, cudaStream_t stream) {
-  const bool box = wx == nullptr;
-  if (!sliding_fits(box, rx, ry)) throw std::invalid_argument("sliding-window blur: radius not supported");
-  if (box) {
-    switch (rx) {
-      case 1: return launch_box3<T>(src, sp, dst, dp, width, height, stream);
-      case 2: return launch_sliding<T, 2, true>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-      case 3: return launch_sliding<T, 3, true>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-      default: return launch_sliding<T, 4, true>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    }
-  }
-  switch (gauss_bucket(std::max(rx, ry))) {
-    case 1: return launch_sliding<T, 1, false>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 2: return launch_sliding<T, 2, false>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 3: return launch_sliding<T, 3, false>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    case 4: return launch_sliding<T, 4, false>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-    default: return launch_sliding<T, 6, false>(src, sp, dst, dp, width, height, wx, rx, wy, ry, stream);
-  }
+void box3_blur(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
+  check_one_channel(src.channels, dst.channels);
+  launch_box3<T>(src.data, src.pitch, dst.data, dst.pitch, src.width, src.height, stream);
 }
 
-template void sliding<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, const float*, int,
-                               const float*, int, cudaStream_t);
-template void sliding<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, const float*,
-                                int, const float*, int, cudaStream_t);
-template void gauss<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, const float*, int,
-                             const float*, int, int, cudaStream_t);
-template void gauss<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, const float*, int,
-                              const float*, int, int, cudaStream_t);
-template void box<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, int, int, cudaStream_t);
-template void box<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, int, int,
-                            cudaStream_t);
+template void box3_blur<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, cudaStream_t);
+template void box3_blur<uint16_t>(Plane<const uint16_t>, Plane<uint16_t>, cudaStream_t);
+template void gauss<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, const BlurTaps&, int, cudaStream_t);
+template void gauss<uint16_t>(Plane<const uint16_t>, Plane<uint16_t>, const BlurTaps&, int, cudaStream_t);
+template void box<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, const BlurTaps&, cudaStream_t);
+template void box<uint16_t>(Plane<const uint16_t>, Plane<uint16_t>, const BlurTaps&, cudaStream_t);
 
 }  // namespace streamblur::cuda::tiled

@@ -416,8 +416,12 @@ bool fits(int channels, int rx, int ry) {
 }
 
 template <class T>
-void gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width, int height, int channels,
-           const float* wx, int rx, const float* wy, int ry, int shift, void* scratch, cudaStream_t stream) {
+void gauss(Plane<const T> s, Plane<T> d, const BlurTaps& taps, int shift, void* scratch, cudaStream_t stream) {
+  const T* src = s.data;
+  T* dst = d.data;
+  const std::ptrdiff_t sp = s.pitch, dp = d.pitch;
+  const int width = s.width, height = s.height, channels = s.channels, rx = taps.rx, ry = taps.ry;
+  const float *wx = taps.x, *wy = taps.y;
   if (!fits(channels, rx, ry)) throw std::invalid_argument("wide Gaussian: channels or radius not supported");
   check_shift<T>(shift);
   if (reinterpret_cast<std::uintptr_t>(scratch) % 16 != 0)
@@ -427,9 +431,7 @@ void gauss(const T* src, std::ptrdiff_t sp, T* dst, std::ptrdiff_t dp, int width
   else launch<T, 2>(src, sp, dst, dp, width, height, wx, rx, wy, ry, shift, scratch, stream);
 }
 
-template void gauss<uint8_t>(const uint8_t*, std::ptrdiff_t, uint8_t*, std::ptrdiff_t, int, int, int, const float*, int,
-                             const float*, int, int, void*, cudaStream_t);
-template void gauss<uint16_t>(const uint16_t*, std::ptrdiff_t, uint16_t*, std::ptrdiff_t, int, int, int, const float*,
-                              int, const float*, int, int, void*, cudaStream_t);
+template void gauss<uint8_t>(Plane<const uint8_t>, Plane<uint8_t>, const BlurTaps&, int, void*, cudaStream_t);
+template void gauss<uint16_t>(Plane<const uint16_t>, Plane<uint16_t>, const BlurTaps&, int, void*, cudaStream_t);
 
 }  // namespace streamblur::cuda::wide

@@ -7,6 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "blur_taps.hpp"
+#include "streamblur/kernels/plane.hpp"
+
 namespace streamblur::cuda::wide {
 
 // Planes of one sample per pixel and interleaved pairs (UV).
@@ -19,16 +22,14 @@ bool fits(int channels, int rx, int ry);
 std::size_t plane_pitch(int samples, std::size_t sample_bytes);
 std::size_t scratch_bytes(int samples, int height, std::size_t sample_bytes);
 
-// Launch on `stream`. wx, wy: the 2rx+1 and 2ry+1 weights, in device memory.
-// scratch: scratch_bytes(width * channels, height, sizeof(T)) bytes of device
-// memory, 16-byte aligned. src may equal dst (the second pass reads only the
-// scratch plane). shift: for 16-bit samples holding their value in the high
-// bits (P010: 6), 0 otherwise (see detail::to_high_bits). Throws
+// Launch on `stream`, planes of the same size. taps: the weights in device
+// memory. scratch: scratch_bytes(width * channels, height, sizeof(T)) bytes
+// of device memory, 16-byte aligned. src may equal dst (the second pass reads
+// only the scratch plane). shift: for 16-bit samples holding their value in
+// the high bits (P010: 6), 0 otherwise (see detail::to_high_bits). Throws
 // std::invalid_argument where fits() is false or the shift is out of range,
 // CudaError on a launch failure.
 template <class T>
-void gauss(const T* src, std::ptrdiff_t src_pitch, T* dst, std::ptrdiff_t dst_pitch, int width, int height,
-           int channels, const float* wx, int rx, const float* wy, int ry, int shift, void* scratch,
-           cudaStream_t stream);
+void gauss(Plane<const T> src, Plane<T> dst, const BlurTaps& taps, int shift, void* scratch, cudaStream_t stream);
 
 }  // namespace streamblur::cuda::wide

@@ -8,26 +8,25 @@
 namespace streamblur::cuda {
 
 namespace detail {
-// Which kernels run. Auto picks by channels and radius (from measurements on
-// an H200); the others force one, for tests and the benchmark. Register: the
-// register-blocked fused kernels for one-channel planes (radius <= 32).
-// Sliding: sliding windows in registers with warp shuffles, no shared memory,
-// for one-channel planes (Gaussian radius <= 6, box radius 1..4, rx == ry).
-// Running: box only; running sums whose cost does not grow with the radius,
-// for planes of one or two interleaved channels up to 8192 samples wide. A
-// forced path falls back (running and sliding to register, register to
-// fused, fused to two passes) where it cannot run: a Gaussian (running),
-// interleaved channels, a radius or tile too large for the kernel or the
-// device's shared memory.
-// Wide: Gaussian only; two register-blocked passes through a float plane
-// whose cost is their FMAs, for any radius, on planes of one or two
-// interleaved channels; it falls back to two passes (a box, 3-4 channels).
-// Tensor: Gaussian only, on 8-bit planes of one channel or of interleaved
-// pairs (each channel filtered apart), up to radius 32 either way; both
-// passes as fp16 matrix products on the tensor cores (fp16 taps summing to 1,
-// fp32 sums, the intermediate split into two fp16 parts); it falls
-// back to the register path (16-bit samples, a box) and on from there.
-enum class BlurPath : int { Auto, Fused, TwoPass, Register, Sliding, Running, Wide, Tensor };
+// Which kernels run. Auto picks by the table in kernels/src/blur.cu
+// (kAutoRules: channels, radius and plane size, from measurements on an
+// H200); the others force one, for tests and the benchmark. A forced path
+// that cannot run the plane falls back (tensor, running and box3 to
+// register, register to fused, wide and fused to two passes).
+// - Register: register-blocked fused kernels for one-channel planes (radius <= 32).
+// - Box3: the 3x3 box of one-channel planes (rx = ry = 1).
+// - Running: boxes only; running sums whose cost does not grow with the
+//   radius, for planes of one or two interleaved channels up to 8192 samples wide.
+// - Wide: Gaussians only; two register-blocked passes through a float plane,
+//   any radius, planes of one or two interleaved channels.
+// - Tensor: Gaussians only, on 8-bit planes of one channel or of interleaved
+//   pairs, up to radius 32 either way; both passes as fp16 matrix products on
+//   the tensor cores (fp16 taps summing to 1, fp32 sums, the intermediate
+//   split into two fp16 parts).
+// - Fused, TwoPass: the fallback for everything else (interleaved channels,
+//   radii beyond the others' reach): the generic fused kernel where its tile
+//   fits in shared memory, else two passes through a scratch plane.
+enum class BlurPath : int { Auto, Fused, TwoPass, Register, Box3, Running, Wide, Tensor };
 static_assert(static_cast<int>(BlurPath::Auto) == 0, "GaussianBlur and BoxBlur start on Auto (path_{})");
 
 // The one door to a blur's private path.
@@ -51,7 +50,7 @@ using detail::BlurPath;
 using detail::path_taken;
 using detail::set_path;
 
-// "auto", "fused", "two-pass", "register", "sliding", "running", "wide", "tensor".
+// "auto", "fused", "two-pass", "register", "box3", "running", "wide", "tensor".
 const char* path_name(BlurPath path) noexcept;
 
 }  // namespace streamblur::cuda
