@@ -50,7 +50,6 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -1032,37 +1031,25 @@ bool wide_sums(std::size_t sample_bytes, int rx, int ry) {
 }
 
 // Rows per band: one wave of blocks (as many as fit at once on every
-// multiprocessor), at least one step. STREAMBLUR_RUNNING_BAND_ROWS overrides
-// it (benchmark tuning).
+// multiprocessor), at least one step.
 int band_rows(int height, int blocks_per_sm, int step) {
-  static const int forced = [] {
-    const char* e = std::getenv("STREAMBLUR_RUNNING_BAND_ROWS");
-    return e ? std::max(1, std::atoi(e)) : 0;
-  }();
-  if (forced > 0) return forced;
   const int target = detail::multiprocessors() * std::max(1, blocks_per_sm);
   return std::max(step, (height + target - 1) / target);
 }
 
-// How the three kernels are launched (benchmark knob STREAMBLUR_RUNNING_PDL,
-// read once): 0, one after the other; 1, scan_segments and box_bands with
+// How the three kernels are launched: 0 (devices before sm_90), one after
+// the other; 3 (sm_90 and later), scan_segments and box_bands with
 // programmatic dependent launch, each starting as the blocks of the kernel
-// before it end; 2, as 1, and segment_sums and scan_segments let the next
-// kernel start at once (its blocks start where room is left, and wait); 3
-// (the default), as 2, and segment_sums too is a dependent launch, starting
-// as the kernel before it in the stream ends. Devices before sm_90 take 0.
+// before it end, segment_sums and scan_segments letting the next kernel
+// start at once (its blocks start where room is left, and wait), and
+// segment_sums itself a dependent launch, starting as the kernel before it
+// in the stream ends. (tests/gpu/ab.sh compares other settings from patches.)
 // box_bands reads the source before its wait, so the source's producer must
 // have ended before box_bands starts: segment_sums waits for it before it
 // signals (signalling first would let a producer that signals early race
 // box_bands' first loads: the test
 // CudaBlur.RunningBoxWaitsForAnEarlySignallingProducer).
-int launch_mode() {
-  static const int mode = [] {
-    const char* e = std::getenv("STREAMBLUR_RUNNING_PDL");
-    return e ? std::clamp(std::atoi(e), 0, 3) : 3;
-  }();
-  return mode > 0 && detail::device_attribute<cudaDevAttrComputeCapabilityMajor>() >= 9 ? mode : 0;
-}
+int launch_mode() { return detail::device_attribute<cudaDevAttrComputeCapabilityMajor>() >= 9 ? 3 : 0; }
 
 // kernel<<<grid, block, shared, stream>>>(args...), after the kernel before
 // it in the stream or (`programmatic`) overlapping its end.
