@@ -12,6 +12,9 @@ cd "$root"
 [ "${1:-}" = "--install" ] && bash apps/install-deps.sh
 bash tests/check_function_length.sh   # no function over 100 lines (lizard)
 python3 tests/mutations.py --check    # every deliberate bug still applies to the code
+for p in tests/gpu/variants/*.patch; do   # every A/B variant of tests/gpu/ab.sh still applies
+  git apply --check "$p" || { echo "tests/run.sh: $p no longer applies to the code" >&2; exit 1; }
+done
 export PATH="/usr/local/cuda/bin:$PATH"
 build="${STREAMBLUR_BUILD_DIR:-build}"
 jobs="$(nproc)"
