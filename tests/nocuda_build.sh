@@ -43,6 +43,12 @@ if [ -n "${STREAMBLUR_NOCUDA_INNER:-}" ]; then
     exit 1
   fi
   echo "nocuda_build: CUDA hidden ($(cuda_paths | sort -u | tr '\n' ' '))"
+  # The Python packages' incremental build folders may hold a configuration
+  # with CUDA (tests/run.sh ran first): fresh empty ones in this namespace.
+  for d in "$root/python/build" "$root/python/testing/build"; do
+    mkdir -p "$d"
+    mount --bind "$(mktemp -d)" "$d"
+  done
 fi
 
 cd "$root"
@@ -56,5 +62,7 @@ cmake --build "$build" -j "$(nproc)" -- -k 0   # every error at once
 "$build/apps/streamblur" --version
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$(nproc)"
 bash tests/install_test.sh "$build"   # the installed CPU-only package, through find_package and pkg-config
-bash tests/wheel_test.sh              # pip wheel ./python without nvcc, its suite in a fresh venv
+# pip wheel ./python without nvcc, its suite in a fresh venv; the examples
+# run this build's CLI (build/apps/streamblur may be a CUDA build's)
+STREAMBLUR_CLI="$build/apps/streamblur" bash tests/wheel_test.sh
 echo "nocuda_build: the CPU-only build, install and wheel pass"

@@ -185,7 +185,10 @@ def test_anonymise_mp4_to_mp4_with_process_video(demo, tmp_path):
 
 
 def the_cli():
-    """The documented build/apps/streamblur, or the same program inside the installed package."""
+    """$STREAMBLUR_CLI (as for the C++ tests), the documented build/apps/streamblur, or the same program
+    inside the installed package."""
+    if os.environ.get("STREAMBLUR_CLI"):
+        return Path(os.environ["STREAMBLUR_CLI"])
     for program in (REPO / "build" / "apps" / "streamblur", Path(streamblur.__file__).parent / "bin" / "streamblur"):
         if program.is_file():
             return program
