@@ -280,11 +280,10 @@ constexpr int kWideFromRadiusLarge = 25;
 constexpr int kTensorFromRadiusLarge = 5;
 constexpr int kTensorFromRadius = 13;
 // 8-bit pairs take it up to this many blocks of taps per band, on planes
-// under this many samples from kTensorPairsSmallFromBlocks (see choose_kernel).
+// under this many samples from kTensorPairsSmallFromBlocks (see kAutoRules).
 constexpr long long kTensorPairsMinSamples = 2'000'000;
 constexpr int kTensorPairsMaxBlocks = 4;
 constexpr int kTensorPairsSmallFromBlocks = 3;
-
 
 // Whether `path`'s kernels can run `s` on this device (never for Auto).
 template <class In>
