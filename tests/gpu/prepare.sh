@@ -21,5 +21,12 @@ need /usr/lib/x86_64-linux-gnu/cmake/hwy
 cp -r /usr/lib/x86_64-linux-gnu/cmake/hwy "$g/usr/lib/x86_64-linux-gnu/cmake/"
 cp -P /usr/lib/x86_64-linux-gnu/libhwy*.so* "$g/usr/lib/x86_64-linux-gnu/"
 for d in CLI11 nlohmann_json; do need "/usr/share/cmake/$d"; cp -r "/usr/share/cmake/$d" "$g/usr/share/cmake/"; done
+# The peer ffmpeg 5.1 (static, with libx264) for the side-by-side runs: the
+# pbench stage and python/tests/test_ffmpeg_compat.py (STREAMBLUR_FFMPEG).
+if [ -x "$shared/gpu/peer/ffmpeg" ]; then
+  mkdir -p "$g/peer"
+  cp "$shared/gpu/peer/ffmpeg" "$shared/gpu/peer/"libx264.so.* "$g/peer/"
+  chmod u+w "$g/peer/"*
+fi
 python3 "$root/tests/make_gpu_media.py" "$g/media"
 echo "prepare.sh: $(du -sh "$g" | cut -f1) in $g (a run carries at most 64 MiB)"

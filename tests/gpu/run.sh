@@ -13,6 +13,9 @@
 #              capped at 400,000 pixels (STREAMBLUR_TEST_MAX_PIXELS)
 #   racecheck  compute-sanitizer racecheck on its own smaller set ($RCF)
 #   kbench     streamblur-bench kernels $KARGS (output kbench$KN.txt)
+#   pbench     streamblur-bench pipeline --no-cpu $PARGS beside the peer ffmpeg
+#              (.gpu/peer/ffmpeg, copied from ../shared/gpu/peer), JSON and
+#              text to pbench$KN.json / .txt
 #   pybench    apps/bench_python.py
 #   mut:A,B    tests/mutations.py -k A -k B --gpu --worktree (-R $MUTR)
 #   script:F   bash F
@@ -30,6 +33,10 @@ export CMAKE_PREFIX_PATH="/opt/streamblur-deps:$G/usr"   # a list: ':' here
 export LD_LIBRARY_PATH=/opt/streamblur-deps/lib:/opt/streamblur-deps/lib/x86_64-linux-gnu:$G/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export STREAMBLUR_REQUIRE_GPU=1 STREAMBLUR_ALLOW_NO_RAY=1
 [ -d "$G/media" ] && export STREAMBLUR_TEST_MEDIA_DIR="$G/media"
+# The peer ffmpeg (prepare.sh copies it) for the Python suite's FFmpeg comparisons.
+if [ -z "${STREAMBLUR_FFMPEG:-}" ] && [ -x "$G/peer/ffmpeg" ]; then
+  export STREAMBLUR_FFMPEG="$G/peer/ffmpeg" LD_LIBRARY_PATH="$G/peer:$LD_LIBRARY_PATH"
+fi
 B=${BUILD:-build-gpu}
 say() { echo "== $*" | tee -a "$LOG"; }
 rc_all=0
@@ -74,6 +81,12 @@ for st in "$@"; do
       say kbench ${KARGS:-}
       "$B/apps/streamblur-bench" kernels ${KARGS:-} > "$OUT/kbench${KN:-}.txt" 2>&1; echo "rc=$?"
       tail -60 "$OUT/kbench${KN:-}.txt" ;;
+    pbench)
+      say pbench ${PARGS:-}
+      ff=(); [ -x "$G/peer/ffmpeg" ] && ff=(--ffmpeg "$G/peer/ffmpeg")
+      "$B/apps/streamblur-bench" pipeline --no-cpu "${ff[@]}" ${PARGS:-} \
+        --work-dir /tmp/bench-clips --json "$OUT/pbench${KN:-}.json" > "$OUT/pbench${KN:-}.txt" 2>&1; echo "rc=$?"
+      tail -40 "$OUT/pbench${KN:-}.txt" ;;
     pybench)
       say pybench
       PYTHONPATH=/tmp/site python3 apps/bench_python.py > "$OUT/pybench.txt" 2>&1 || rc_all=1
