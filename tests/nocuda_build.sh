@@ -33,11 +33,14 @@ if [ -z "${STREAMBLUR_NOCUDA_INNER:-}" ] && [ -n "$(cuda_paths)" ]; then
 fi
 if [ -n "${STREAMBLUR_NOCUDA_INNER:-}" ]; then
   mount --make-rprivate /
-  empty="$(mktemp -d)"
-  touch "$empty.file"
+  work="$(mktemp -d)"
+  mounted=""
+  trap 'for m in $mounted; do umount "$m"; done; rm -rf "$work"' EXIT
+  bind() { mount --bind "$1" "$2" && mounted="$2 $mounted"; }
+  mkdir "$work/empty" && touch "$work/empty.file"
   hide="$(cuda_paths | sort -u)"
-  for p in $hide; do [ -d "$p" ] || mount --bind "$empty.file" "$p"; done  # files first: some lie in the folders
-  for p in $hide; do [ -d "$p" ] && mount --bind "$empty" "$p"; done
+  for p in $hide; do [ -d "$p" ] || bind "$work/empty.file" "$p"; done  # files first: some lie in the folders
+  for p in $hide; do [ -d "$p" ] && bind "$work/empty" "$p"; done
   if [ -x "$(command -v nvcc 2>/dev/null || true)" ] || [ -e /usr/local/include/cuda_runtime_api.h ]; then
     echo "nocuda_build: the CUDA toolkit is still visible" >&2
     exit 1
@@ -45,9 +48,9 @@ if [ -n "${STREAMBLUR_NOCUDA_INNER:-}" ]; then
   echo "nocuda_build: CUDA hidden ($(cuda_paths | sort -u | tr '\n' ' '))"
   # The Python packages' incremental build folders may hold a configuration
   # with CUDA (tests/run.sh ran first): fresh empty ones in this namespace.
-  for d in "$root/python/build" "$root/python/testing/build"; do
-    mkdir -p "$d"
-    mount --bind "$(mktemp -d)" "$d"
+  for d in python/build python/testing/build; do
+    mkdir -p "$root/$d" "$work/$d"
+    bind "$work/$d" "$root/$d"
   done
 fi
 
