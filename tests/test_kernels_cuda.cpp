@@ -967,7 +967,7 @@ TEST(CudaBlur, ALaunchFailureNamesTheKernelAndItsSite) {
     const std::string what = e.what();
     EXPECT_NE(what.find("launch of probe_kernel"), std::string::npos) << what;
     EXPECT_EQ(what.find("test_kernels.cpp:"), std::string::npos) << what;  // the message is the user's
-    EXPECT_EQ(e.location().rfind("test_kernels.cpp:", 0), 0u) << e.location();
+    EXPECT_EQ(e.location().rfind("test_kernels_cuda.cpp:", 0), 0u) << e.location();
     EXPECT_NE(what.find("out of memory"), std::string::npos) << what;
   }
   EXPECT_TRUE(threw);
