@@ -305,6 +305,10 @@ AVDictionary* encoder_dict(const SyntheticClipSpec& spec, bool video) {
   if (video) {
     if (spec.crf >= 0) av_dict_set(&d, "crf", std::to_string(spec.crf).c_str(), 0);
     if (!spec.preset.empty()) av_dict_set(&d, "preset", spec.preset.c_str(), 0);
+    if (!spec.video_options.empty() && av_dict_parse_string(&d, spec.video_options.c_str(), "=", ":", 0) < 0) {
+      av_dict_free(&d);
+      throw AVError("synthetic clip: cannot parse the video options '" + spec.video_options + "'", AVERROR(EINVAL));
+    }
   }
   return d;
 }

@@ -29,6 +29,10 @@ struct SyntheticClipSpec {
   std::string codec = "ffv1";        // ffv1, libx264, mpeg4, png, ...
   std::string preset;                // e.g. "ultrafast" for libx264
   int crf = -1;
+  // More encoder options, "key=value:key=value" (av_dict_parse_string), e.g.
+  // "g=12:bf=2" (a keyframe every 12 frames, 2 B-frames) or
+  // "x264-params=keyint=12:open-gop=1" with ':' inside a value escaped ("\\:").
+  std::string video_options;
   bool audio = false;                // adds a stereo 48 kHz audio track
   std::string audio_codec = "aac";   // aac, pcm_s16le, ...
   bool variable_frame_rate = false;  // irregular pts steps

@@ -1,0 +1,236 @@
+// The keyframe index and the span plan behind PipelineOptions::segments:
+// io::scan_video_packets against a decode of the same clip with FFmpeg's API,
+// open-GOP leading pictures, and io::plan_spans on hand-made indices (balance,
+// cover, trimming, the fallbacks to fewer spans).
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/log.h>
+}
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "streamblur/io/av_error.hpp"
+#include "streamblur/io/keyframe_index.hpp"
+#include "streamblur/testing/synthetic_clip.hpp"
+
+using namespace streamblur;
+using namespace sbtest;
+
+namespace {
+
+const bool quiet_ffmpeg_log = [] {
+  av_log_set_level(AV_LOG_ERROR);
+  return true;
+}();
+
+struct FormatCloser {
+  void operator()(AVFormatContext* f) const noexcept { avformat_close_input(&f); }
+};
+struct CodecFreer {
+  void operator()(AVCodecContext* c) const noexcept { avcodec_free_context(&c); }
+};
+
+// What a full decode with FFmpeg's API gives: every frame's pts, in output
+// order, and the pts of the frames flagged key.
+struct Decoded {
+  std::vector<int64_t> pts, key_pts;
+};
+
+Decoded decode_all(const std::string& path) {
+  AVFormatContext* raw = nullptr;
+  AV_CHECK(avformat_open_input(&raw, path.c_str(), nullptr, nullptr));
+  std::unique_ptr<AVFormatContext, FormatCloser> fc(raw);
+  AV_CHECK(avformat_find_stream_info(fc.get(), nullptr));
+  const AVCodec* codec = nullptr;
+  const int v = av_find_best_stream(fc.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+  AV_CHECK(v);
+  std::unique_ptr<AVCodecContext, CodecFreer> dec(avcodec_alloc_context3(codec));
+  AV_CHECK(avcodec_parameters_to_context(dec.get(), fc->streams[v]->codecpar));
+  dec->pkt_timebase = fc->streams[v]->time_base;
+  AV_CHECK(avcodec_open2(dec.get(), codec, nullptr));
+  Decoded d;
+  io::AVFramePtr frame = io::make_frame();
+  io::AVPacketPtr pkt = io::make_packet();
+  auto drain = [&] {
+    while (avcodec_receive_frame(dec.get(), frame.get()) == 0) {
+      d.pts.push_back(frame->best_effort_timestamp);
+      if (frame->key_frame) d.key_pts.push_back(frame->best_effort_timestamp);
+      av_frame_unref(frame.get());
+    }
+  };
+  while (av_read_frame(fc.get(), pkt.get()) >= 0) {
+    if (pkt->stream_index == v) {
+      AV_CHECK(avcodec_send_packet(dec.get(), pkt.get()));
+      drain();
+    }
+    av_packet_unref(pkt.get());
+  }
+  AV_CHECK(avcodec_send_packet(dec.get(), nullptr));
+  drain();
+  return d;
+}
+
+std::vector<int64_t> keyframe_pts(const io::VideoPacketIndex& index) {
+  std::vector<int64_t> v;
+  for (const io::Keyframe& k : index.keyframes) v.push_back(k.pts);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// An index of `frames` frames, pts 0, 100, 200, ..., a keyframe every `gop`.
+io::VideoPacketIndex regular_index(int frames, int gop) {
+  io::VideoPacketIndex index;
+  index.time_base = {1, 3000};
+  for (int i = 0; i < frames; ++i) {
+    index.frame_pts.push_back(100 * i);
+    if (i % gop == 0) index.keyframes.push_back({100 * i, i, false});
+  }
+  return index;
+}
+
+// The spans cover the kept frames in order, without gaps or overlaps, and
+// every span after the first begins at a keyframe.
+void expect_cover(const io::VideoPacketIndex& index, const io::SpanPlanning& plan, int64_t kept_frames) {
+  ASSERT_FALSE(plan.spans.empty());
+  int64_t next = 0;
+  for (std::size_t i = 0; i < plan.spans.size(); ++i) {
+    const io::SpanPlan& s = plan.spans[i];
+    EXPECT_EQ(s.first_frame, next) << "span " << i;
+    EXPECT_GT(s.frames, 0) << "span " << i;
+    next += s.frames;
+    if (i > 0) {
+      EXPECT_EQ(s.start_pts, plan.spans[i - 1].end_pts) << "span " << i;
+      const auto keys = keyframe_pts(index);
+      EXPECT_TRUE(std::binary_search(keys.begin(), keys.end(), s.start_pts)) << "span " << i << " at " << s.start_pts;
+    }
+  }
+  EXPECT_EQ(next, kept_frames);
+}
+
+TEST(SegmentPlan, BalancedSpansAtKeyframes) {
+  const io::VideoPacketIndex index = regular_index(100, 10);
+  const io::SpanPlanning plan = io::plan_spans(index, 4);
+  EXPECT_TRUE(plan.note.empty()) << plan.note;
+  ASSERT_EQ(plan.spans.size(), 4u);
+  expect_cover(index, plan, 100);
+  // 100 frames in 4: the cuts nearest 25, 50 and 75 among multiples of 10.
+  EXPECT_EQ(plan.spans[1].first_frame, 20);
+  EXPECT_EQ(plan.spans[2].first_frame, 50);
+  EXPECT_EQ(plan.spans[3].first_frame, 70);
+  EXPECT_EQ(plan.spans.back().end_pts, std::numeric_limits<int64_t>::max());
+}
+
+TEST(SegmentPlan, OneSpanAskedIsTheWholeInput) {
+  const io::SpanPlanning plan = io::plan_spans(regular_index(30, 10), 1);
+  ASSERT_EQ(plan.spans.size(), 1u);
+  EXPECT_EQ(plan.spans[0].frames, 30);
+  EXPECT_EQ(plan.spans[0].start_pts, std::numeric_limits<int64_t>::min());
+  EXPECT_TRUE(plan.note.empty());
+}
+
+TEST(SegmentPlan, FewerKeyframesThanSpansGivesFewerSpansWithANote) {
+  const io::VideoPacketIndex index = regular_index(30, 10);  // keyframes at 0, 10, 20
+  const io::SpanPlanning plan = io::plan_spans(index, 8);
+  ASSERT_EQ(plan.spans.size(), 3u);
+  expect_cover(index, plan, 30);
+  EXPECT_TRUE(contains(plan.note, "3 spans instead of 8")) << plan.note;
+  const io::SpanPlanning single = io::plan_spans(regular_index(30, 1000), 4);
+  ASSERT_EQ(single.spans.size(), 1u);
+  EXPECT_TRUE(contains(single.note, "1 span instead of 4")) << single.note;
+  EXPECT_TRUE(contains(single.note, "0 keyframes")) << single.note;
+}
+
+TEST(SegmentPlan, AnUnusableIndexGivesOneSpanWithItsReason) {
+  io::VideoPacketIndex index = regular_index(40, 10);
+  index.unusable = "a video packet has no timestamp";
+  const io::SpanPlanning plan = io::plan_spans(index, 4);
+  ASSERT_EQ(plan.spans.size(), 1u);
+  EXPECT_EQ(plan.spans[0].frames, 40);
+  EXPECT_TRUE(contains(plan.note, "a video packet has no timestamp")) << plan.note;
+}
+
+TEST(SegmentPlan, TrimmingKeepsOnlyThePartAndCountsFromItsStart) {
+  const io::VideoPacketIndex index = regular_index(100, 10);
+  // Frames 15 .. 84 (pts 1500 .. 8400), then the first 50 of them: 15 .. 64.
+  const io::SpanPlanning plan = io::plan_spans(index, 3, 1500, 8500, 50);
+  ASSERT_EQ(plan.spans.size(), 3u);
+  expect_cover(index, plan, 50);
+  EXPECT_EQ(plan.spans[0].start_pts, 1500);  // where the kept part begins, not a keyframe
+  EXPECT_EQ(plan.spans[1].start_pts, 3000);  // frame 30: the keyframe nearest a third of 50 (15 + 16.7)
+  EXPECT_EQ(plan.spans[1].first_frame, 15);
+  EXPECT_EQ(plan.spans.back().end_pts, 6500);  // the first frame not kept
+}
+
+class ScannedClip : public ::testing::Test {
+ protected:
+  TempDir dir{"sb_segplan"};
+};
+
+TEST_F(ScannedClip, Ffv1IndexMatchesADecode) {
+  const std::string path = dir.file("g10.mkv");
+  io::SyntheticClipSpec spec;
+  spec.frames = 45;
+  spec.video_options = "g=10";
+  io::write_synthetic_clip(path, spec);
+  const io::VideoPacketIndex index = io::scan_video_packets(path);
+  const Decoded ref = decode_all(path);
+  EXPECT_TRUE(index.unusable.empty()) << index.unusable;
+  EXPECT_EQ(index.frame_pts, ref.pts);
+  EXPECT_EQ(keyframe_pts(index), ref.key_pts);
+  EXPECT_EQ(index.keyframes.size(), 5u);
+  for (const io::Keyframe& k : index.keyframes) EXPECT_FALSE(k.has_leading) << k.pts;
+  const io::SpanPlanning plan = io::plan_spans(index, 3);
+  ASSERT_EQ(plan.spans.size(), 3u);
+  expect_cover(index, plan, 45);
+}
+
+// x264 with B-frames: closed GOPs have no leading pictures; with open-gop the
+// B-frames after a keyframe in decode order show before it.
+TEST_F(ScannedClip, X264LeadingPicturesOnlyWithOpenGop) {
+  for (bool open : {false, true}) {
+    const std::string path = dir.file(open ? "open.mp4" : "closed.mp4");
+    io::SyntheticClipSpec spec;
+    spec.width = 96;
+    spec.height = 64;
+    spec.frames = 60;
+    spec.codec = "libx264";
+    spec.preset = "ultrafast";
+    spec.noise = true;
+    spec.video_options = std::string("x264-params=keyint=12\\:min-keyint=12\\:scenecut=0\\:bframes=3\\:b-adapt=0") +
+                         (open ? "\\:open-gop=1" : "");
+    io::write_synthetic_clip(path, spec);
+    const io::VideoPacketIndex index = io::scan_video_packets(path);
+    const Decoded ref = decode_all(path);
+    EXPECT_TRUE(index.unusable.empty()) << index.unusable;
+    EXPECT_EQ(index.frame_pts, ref.pts) << path;
+    ASSERT_GE(index.keyframes.size(), 4u) << path;
+    int leading = 0;
+    for (std::size_t i = 1; i < index.keyframes.size(); ++i) leading += index.keyframes[i].has_leading;
+    if (open)
+      EXPECT_GT(leading, 0) << path;
+    else
+      EXPECT_EQ(leading, 0) << path;
+  }
+}
+
+TEST_F(ScannedClip, NoVideoOrNoFileIsAnErrorNamingThePath) {
+  const std::string audio = dir.file("audio.mkv");
+  write_audio_only_mkv(audio);
+  try {
+    io::scan_video_packets(audio);
+    ADD_FAILURE() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(contains(e.what(), "audio.mkv")) << e.what();
+  }
+  EXPECT_THROW(io::scan_video_packets(dir.file("missing.mp4")), std::exception);
+}
+
+}  // namespace
