@@ -58,10 +58,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const bool quiet_ffmpeg_log = [] {
-  av_log_set_level(AV_LOG_ERROR);
-  return true;
-}();
 
 // A failure as the issue wants it: no hang, no crash, a non-zero exit and one
 // clear line on stderr (the only line with -q) naming `parts`.

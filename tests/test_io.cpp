@@ -41,11 +41,6 @@ using namespace sbtest;
 
 namespace {
 
-// FFmpeg's own log chatter (encoder statistics) below errors is not wanted in test output.
-const bool quiet_ffmpeg_log = [] {
-  av_log_set_level(AV_LOG_ERROR);
-  return true;
-}();
 
 
 struct Decoded {

@@ -37,10 +37,6 @@ using namespace sbtest;
 
 namespace {
 
-const bool quiet_ffmpeg_log = [] {
-  av_log_set_level(AV_LOG_ERROR);
-  return true;
-}();
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 

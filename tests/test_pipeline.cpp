@@ -64,10 +64,6 @@ using io::SyntheticClipSpec;
 
 namespace {
 
-const bool quiet_ffmpeg_log = [] {
-  av_log_set_level(AV_LOG_ERROR);
-  return true;
-}();
 
 bool have_cuda() { return cuda_device_count() > 0; }
 

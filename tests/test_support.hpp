@@ -4,8 +4,9 @@
 //    comparison with its bias limits, an oracle blur that shares no code with
 //    the product, and the GPU-skip rule (STREAMBLUR_REQUIRE_GPU).
 //  - Part 2 (FFmpeg; left out when SBTEST_NO_FFMPEG is defined): temporary
-//    folders, file bytes, error messages, and a small audio-only file (no
-//    video stream) made at test time.
+//    folders, file bytes, error messages, a small audio-only file (no video
+//    stream) made at test time, FFmpeg's log kept to errors, and a video
+//    decoder opened with FFmpeg alone.
 #include <gtest/gtest.h>
 
 #include "streamblur/config.hpp"  // STREAMBLUR_HAVE_CUDA
@@ -491,6 +492,65 @@ inline std::vector<std::string> frame_bytes(const std::string& path) {
     v.push_back(std::move(buf));
   }
   return v;
+}
+
+// FFmpeg's own chatter below errors (encoder statistics) is kept out of test
+// output. An inline variable: initialised once per program, before any
+// namespace-scope variable the including file defines after it (so a test
+// file may lower the level further with its own initialiser).
+inline const bool quiet_ffmpeg_log = [] {
+  av_log_set_level(AV_LOG_ERROR);
+  return true;
+}();
+
+// A file opened with FFmpeg alone, its best video stream, and an open decoder
+// for that stream: a reference that shares nothing with MediaReader.
+struct VideoDecoder {
+  streamblur::io::AVInputFormatContextPtr fc;
+  int stream = -1;
+  streamblur::io::AVCodecContextPtr dec;
+};
+
+inline VideoDecoder open_video_decoder(const std::string& path) {
+  VideoDecoder d;
+  AVFormatContext* raw = nullptr;
+  AV_CHECK(avformat_open_input(&raw, path.c_str(), nullptr, nullptr));
+  d.fc.reset(raw);
+  AV_CHECK(avformat_find_stream_info(d.fc.get(), nullptr));
+  const AVCodec* codec = nullptr;
+  d.stream = av_find_best_stream(d.fc.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+  AV_CHECK(d.stream);
+  d.dec.reset(avcodec_alloc_context3(codec));
+  AV_CHECK(avcodec_parameters_to_context(d.dec.get(), d.fc->streams[d.stream]->codecpar));
+  d.dec->pkt_timebase = d.fc->streams[d.stream]->time_base;
+  AV_CHECK(avcodec_open2(d.dec.get(), codec, nullptr));
+  return d;
+}
+
+// Demuxes the whole file: each video packet goes through the decoder and every
+// frame it gives to on_frame (then unreferenced); every other packet goes to
+// on_other. The decoder is flushed at the end.
+template <class OnFrame, class OnOther>
+void decode_video(VideoDecoder& d, OnFrame&& on_frame, OnOther&& on_other) {
+  streamblur::io::AVFramePtr frame = streamblur::io::make_frame();
+  streamblur::io::AVPacketPtr pkt = streamblur::io::make_packet();
+  auto drain = [&] {
+    while (avcodec_receive_frame(d.dec.get(), frame.get()) == 0) {
+      on_frame(*frame);
+      av_frame_unref(frame.get());
+    }
+  };
+  while (av_read_frame(d.fc.get(), pkt.get()) >= 0) {
+    if (pkt->stream_index == d.stream) {
+      AV_CHECK(avcodec_send_packet(d.dec.get(), pkt.get()));
+      drain();
+    } else {
+      on_other(*pkt);
+    }
+    av_packet_unref(pkt.get());
+  }
+  AV_CHECK(avcodec_send_packet(d.dec.get(), nullptr));
+  drain();
 }
 
 }  // namespace sbtest

@@ -36,10 +36,6 @@ using namespace sbtest;
 
 namespace {
 
-const bool quiet_ffmpeg_log = [] {
-  av_log_set_level(AV_LOG_ERROR);
-  return true;
-}();
 
 // ---------------------------------------------------------------------------
 // Reading a file back with FFmpeg alone
@@ -58,59 +54,33 @@ struct Probed {
   std::vector<std::pair<double, double>> chapters;
 };
 
-struct FormatCloser {
-  void operator()(AVFormatContext* f) const noexcept { avformat_close_input(&f); }
-};
-struct CodecFreer {
-  void operator()(AVCodecContext* c) const noexcept { avcodec_free_context(&c); }
-};
 
 Probed probe(const std::string& path) {
   Probed r;
-  AVFormatContext* raw = nullptr;
-  AV_CHECK(avformat_open_input(&raw, path.c_str(), nullptr, nullptr));
-  std::unique_ptr<AVFormatContext, FormatCloser> fc(raw);
-  AV_CHECK(avformat_find_stream_info(fc.get(), nullptr));
+  VideoDecoder vd = open_video_decoder(path);
+  const AVFormatContext* fc = vd.fc.get();
   if (fc->start_time != AV_NOPTS_VALUE) r.start_time = fc->start_time / double(AV_TIME_BASE);
   for (unsigned i = 0; i < fc->nb_chapters; ++i) {
     const AVChapter* c = fc->chapters[i];
     r.chapters.emplace_back(c->start * av_q2d(c->time_base), c->end * av_q2d(c->time_base));
   }
-  const AVCodec* codec = nullptr;
-  const int v = av_find_best_stream(fc.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
-  AV_CHECK(v);
-  const int a = av_find_best_stream(fc.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
-  std::unique_ptr<AVCodecContext, CodecFreer> dec(avcodec_alloc_context3(codec));
-  AV_CHECK(avcodec_parameters_to_context(dec.get(), fc->streams[v]->codecpar));
-  dec->pkt_timebase = fc->streams[v]->time_base;
-  AV_CHECK(avcodec_open2(dec.get(), codec, nullptr));
-  const AVRational vtb = fc->streams[v]->time_base;
-  io::AVFramePtr frame = io::make_frame();
-  io::AVPacketPtr pkt = io::make_packet();
-  auto drain = [&] {
-    while (avcodec_receive_frame(dec.get(), frame.get()) == 0) {
-      r.video.push_back(frame->best_effort_timestamp * av_q2d(vtb));
-      const auto fmt = static_cast<AVPixelFormat>(frame->format);
-      std::string px(static_cast<size_t>(av_image_get_buffer_size(fmt, frame->width, frame->height, 1)), '\0');
-      AV_CHECK(av_image_copy_to_buffer(reinterpret_cast<uint8_t*>(px.data()), static_cast<int>(px.size()),
-                                       frame->data, frame->linesize, fmt, frame->width, frame->height, 1));
-      r.pixels.push_back(std::move(px));
-      av_frame_unref(frame.get());
-    }
+  const int a = av_find_best_stream(vd.fc.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
+  const AVRational vtb = fc->streams[vd.stream]->time_base;
+  auto on_frame = [&](const AVFrame& f) {
+    r.video.push_back(f.best_effort_timestamp * av_q2d(vtb));
+    const auto fmt = static_cast<AVPixelFormat>(f.format);
+    std::string px(static_cast<size_t>(av_image_get_buffer_size(fmt, f.width, f.height, 1)), '\0');
+    AV_CHECK(av_image_copy_to_buffer(reinterpret_cast<uint8_t*>(px.data()), static_cast<int>(px.size()), f.data,
+                                     f.linesize, fmt, f.width, f.height, 1));
+    r.pixels.push_back(std::move(px));
   };
-  while (av_read_frame(fc.get(), pkt.get()) >= 0) {
-    if (pkt->stream_index == v) {
-      AV_CHECK(avcodec_send_packet(dec.get(), pkt.get()));
-      drain();
-    } else if (pkt->stream_index == a && pkt->size > 0) {
-      const AVRational atb = fc->streams[a]->time_base;
-      r.audio.push_back({pkt->pts * av_q2d(atb), pkt->duration * av_q2d(atb),
-                         std::string(reinterpret_cast<const char*>(pkt->data), static_cast<size_t>(pkt->size))});
-    }
-    av_packet_unref(pkt.get());
-  }
-  AV_CHECK(avcodec_send_packet(dec.get(), nullptr));
-  drain();
+  auto on_other = [&](const AVPacket& pkt) {
+    if (pkt.stream_index != a || pkt.size <= 0) return;
+    const AVRational atb = fc->streams[a]->time_base;
+    r.audio.push_back({pkt.pts * av_q2d(atb), pkt.duration * av_q2d(atb),
+                       std::string(reinterpret_cast<const char*>(pkt.data), static_cast<size_t>(pkt.size))});
+  };
+  decode_video(vd, on_frame, on_other);
   return r;
 }
 
@@ -141,7 +111,7 @@ const Container kContainers[] = {{"mp4", "mp4", "libx264", "aac"},
 void remux_with_late_audio(const std::string& in, const std::string& out, double lag) {
   AVFormatContext* raw = nullptr;
   AV_CHECK(avformat_open_input(&raw, in.c_str(), nullptr, nullptr));
-  std::unique_ptr<AVFormatContext, FormatCloser> ic(raw);
+  io::AVInputFormatContextPtr ic(raw);
   AV_CHECK(avformat_find_stream_info(ic.get(), nullptr));
   AVFormatContext* oc = nullptr;
   AV_CHECK(avformat_alloc_output_context2(&oc, nullptr, "matroska", out.c_str()));
