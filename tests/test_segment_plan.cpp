@@ -13,6 +13,8 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,17 +28,7 @@ using namespace sbtest;
 
 namespace {
 
-const bool quiet_ffmpeg_log = [] {
-  av_log_set_level(AV_LOG_ERROR);
-  return true;
-}();
 
-struct FormatCloser {
-  void operator()(AVFormatContext* f) const noexcept { avformat_close_input(&f); }
-};
-struct CodecFreer {
-  void operator()(AVCodecContext* c) const noexcept { avcodec_free_context(&c); }
-};
 
 // What a full decode with FFmpeg's API gives: every frame's pts, in output
 // order, and the pts of the frames flagged key.
@@ -45,36 +37,15 @@ struct Decoded {
 };
 
 Decoded decode_all(const std::string& path) {
-  AVFormatContext* raw = nullptr;
-  AV_CHECK(avformat_open_input(&raw, path.c_str(), nullptr, nullptr));
-  std::unique_ptr<AVFormatContext, FormatCloser> fc(raw);
-  AV_CHECK(avformat_find_stream_info(fc.get(), nullptr));
-  const AVCodec* codec = nullptr;
-  const int v = av_find_best_stream(fc.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
-  AV_CHECK(v);
-  std::unique_ptr<AVCodecContext, CodecFreer> dec(avcodec_alloc_context3(codec));
-  AV_CHECK(avcodec_parameters_to_context(dec.get(), fc->streams[v]->codecpar));
-  dec->pkt_timebase = fc->streams[v]->time_base;
-  AV_CHECK(avcodec_open2(dec.get(), codec, nullptr));
+  VideoDecoder vd = open_video_decoder(path);
   Decoded d;
-  io::AVFramePtr frame = io::make_frame();
-  io::AVPacketPtr pkt = io::make_packet();
-  auto drain = [&] {
-    while (avcodec_receive_frame(dec.get(), frame.get()) == 0) {
-      d.pts.push_back(frame->best_effort_timestamp);
-      if (frame->key_frame) d.key_pts.push_back(frame->best_effort_timestamp);
-      av_frame_unref(frame.get());
-    }
-  };
-  while (av_read_frame(fc.get(), pkt.get()) >= 0) {
-    if (pkt->stream_index == v) {
-      AV_CHECK(avcodec_send_packet(dec.get(), pkt.get()));
-      drain();
-    }
-    av_packet_unref(pkt.get());
-  }
-  AV_CHECK(avcodec_send_packet(dec.get(), nullptr));
-  drain();
+  decode_video(
+      vd,
+      [&](const AVFrame& f) {
+        d.pts.push_back(f.best_effort_timestamp);
+        if (f.key_frame) d.key_pts.push_back(f.best_effort_timestamp);
+      },
+      [](const AVPacket&) {});
   return d;
 }
 
@@ -231,6 +202,35 @@ TEST_F(ScannedClip, NoVideoOrNoFileIsAnErrorNamingThePath) {
     EXPECT_TRUE(contains(e.what(), "audio.mkv")) << e.what();
   }
   EXPECT_THROW(io::scan_video_packets(dir.file("missing.mp4")), std::exception);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// The scan opens its input as MediaReader does: the same inputs refused in
+// the same words (an empty file, a text file, a missing one).
+TEST_F(ScannedClip, RefusesInputsInTheReadersWords) {
+  const std::string empty = dir.file("empty.mp4"), text = dir.file("notes.txt");
+  std::ofstream(empty, std::ios::binary).flush();
+  {
+    std::ofstream o(text);
+    for (int i = 0; i < 200; ++i) o << "This is a text file, not a video. Line " << i << ".\n";
+  }
+  for (const std::string& p : {empty, text, dir.file("missing.mkv")}) {
+    const std::string scan = error_of([&] { io::scan_video_packets(p); });
+    const std::string read = error_of([&] { io::MediaReader r(p); });
+    EXPECT_NE(scan, "no error") << p;
+    EXPECT_EQ(scan, read) << p;
+  }
+  EXPECT_TRUE(contains(error_of([&] { io::scan_video_packets(empty); }), "(the file is empty)"));
+  // "a text file, not video" where FFmpeg has the tty demuxer, else FFmpeg's invalid data.
+  EXPECT_TRUE(contains(error_of([&] { io::scan_video_packets(text); }), "cannot open input '" + text + "'"));
 }
 
 }  // namespace

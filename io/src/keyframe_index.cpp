@@ -9,18 +9,11 @@ extern "C" {
 
 #include "streamblur/io/av_error.hpp"
 #include "streamblur/io/av_ptr.hpp"
+#include "open_input.hpp"
 
 namespace streamblur::io {
 
 namespace {
-
-AVInputFormatContextPtr open_for_scan(const std::string& path) {
-  AVFormatContext* raw = nullptr;
-  AV_CHECK_CTX(avformat_open_input(&raw, path.c_str(), nullptr, nullptr), "cannot open input '" + path + "'");
-  AVInputFormatContextPtr fmt(raw);
-  AV_CHECK_CTX(avformat_find_stream_info(fmt.get(), nullptr), "cannot read stream information of '" + path + "'");
-  return fmt;
-}
 
 // Adds one packet of the video stream to the index.
 void add_packet(VideoPacketIndex& index, const AVPacket& p) {
@@ -84,9 +77,9 @@ std::vector<std::size_t> choose_cuts(const std::vector<std::size_t>& candidates,
 }  // namespace
 
 VideoPacketIndex scan_video_packets(const std::string& path) {
-  AVInputFormatContextPtr fmt = open_for_scan(path);
+  AVInputFormatContextPtr fmt = open_input_format(path);
   const int video = av_find_best_stream(fmt.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
-  if (video < 0) throw_av_error(video, "av_find_best_stream", __FILE__, __LINE__, "no video stream in '" + path + "'");
+  if (video < 0) throw AVError("no video stream in '" + path + "' (" + av_error_string(video) + ")", video);
   VideoPacketIndex index;
   index.time_base = fmt->streams[video]->time_base;
   AVPacketPtr packet(av_packet_alloc());

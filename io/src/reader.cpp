@@ -19,6 +19,7 @@ extern "C" {
 
 #include "streamblur/io/av_error.hpp"
 #include "streamblur/io/hw_decode.hpp"
+#include "open_input.hpp"
 
 namespace streamblur::io {
 
@@ -205,34 +206,37 @@ struct MediaReader::Impl {
   void feed_decoder();
 };
 
-// The demuxer, opened and probed.
-void MediaReader::Impl::open_format() {
+AVInputFormatContextPtr open_input_format(const std::string& path, AVIOContext* custom_io) {
   AVFormatContext* raw = nullptr;
-  if (options.custom_io) {
+  if (custom_io) {
     raw = avformat_alloc_context();
     if (!raw) throw std::bad_alloc();
-    raw->pb = options.custom_io;
+    raw->pb = custom_io;
     raw->flags |= AVFMT_FLAG_CUSTOM_IO;
   }
   // On failure avformat_open_input frees the context (not a custom AVIOContext).
-  int rc = avformat_open_input(&raw, options.custom_io ? "" : path.c_str(), nullptr, nullptr);
+  int rc = avformat_open_input(&raw, custom_io ? "" : path.c_str(), nullptr, nullptr);
   if (rc < 0) {
     std::error_code ec;
     std::string ctx = "cannot open input " + in_quotes(path);
     if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec)
       ctx += " (the file is empty)";
-    else if (rc == AVERROR_INVALIDDATA && !options.custom_io && iso_media_without_moov(path))
+    else if (rc == AVERROR_INVALIDDATA && !custom_io && iso_media_without_moov(path))
       ctx += " (the file looks truncated: no 'moov' index; was it copied or recorded completely?)";
     throw_av_error(rc, "avformat_open_input", __FILE__, __LINE__, ctx);
   }
-  fmt.reset(raw);
+  AVInputFormatContextPtr fmt(raw);
   // FFmpeg's tty demuxer turns any .txt/.nfo file into "video" of rendered
   // ANSI text; for a blur tool that is a user mistake, not an input.
   if (std::strcmp(fmt->iformat->name, "tty") == 0)
     throw AVError("cannot open input " + in_quotes(path) + ": a text file, not video", AVERROR_INVALIDDATA);
 
   AV_CHECK_CTX(avformat_find_stream_info(fmt.get(), nullptr), "cannot read stream information of " + in_quotes(path));
+  return fmt;
 }
+
+// The demuxer, opened and probed.
+void MediaReader::Impl::open_format() { fmt = open_input_format(path, options.custom_io); }
 
 // The best video stream (video_index) and its decoder.
 const AVCodec* MediaReader::Impl::select_video_stream() {

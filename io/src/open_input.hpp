@@ -1,0 +1,16 @@
+#pragma once
+// The demuxer's open, shared by MediaReader and the keyframe scan so that
+// both refuse the same inputs with the same words. Internal to io.
+#include <string>
+
+#include "streamblur/io/av_ptr.hpp"
+
+namespace streamblur::io {
+
+// Opens `path` (or reads through `custom_io` where given, path then only
+// names it in errors) and probes its streams. Throws AVError naming the input:
+// it cannot be opened (an empty file and an MP4 without its 'moov' index are
+// told apart), it is a text file, or its streams cannot be probed.
+AVInputFormatContextPtr open_input_format(const std::string& path, AVIOContext* custom_io = nullptr);
+
+}  // namespace streamblur::io
