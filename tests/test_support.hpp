@@ -476,11 +476,16 @@ inline void read_everything(streamblur::io::MediaReader& reader, std::vector<str
   for (auto& p : reader.take_remaining_passthrough()) packets.push_back(std::move(p));
 }
 
-// Every decoded frame of `path`, its planes packed into one string each (for
-// comparing two outputs frame for frame).
-inline std::vector<std::string> frame_bytes(const std::string& path) {
-  streamblur::io::MediaReader r(path);
-  std::vector<std::string> v;
+// The frames MediaReader decodes from `path` (with `options`: a span, ...):
+// each one's pts and its planes packed into one string.
+struct ReadFrames {
+  std::vector<int64_t> pts;
+  std::vector<std::string> bytes;
+};
+
+inline ReadFrames read_frames(const std::string& path, const streamblur::io::ReaderOptions& options = {}) {
+  streamblur::io::MediaReader r(path, options);
+  ReadFrames v;
   streamblur::io::DecodedFrame f;
   while (r.read(f)) {
     const AVFrame* fr = f.frame.get();
@@ -489,10 +494,15 @@ inline std::vector<std::string> frame_bytes(const std::string& path) {
     std::string buf(static_cast<std::size_t>(size), '\0');
     av_image_copy_to_buffer(reinterpret_cast<uint8_t*>(buf.data()), size, fr->data, fr->linesize, fmt, fr->width,
                             fr->height, 1);
-    v.push_back(std::move(buf));
+    v.pts.push_back(fr->pts);
+    v.bytes.push_back(std::move(buf));
   }
   return v;
 }
+
+// Every decoded frame of `path`, its planes packed into one string each (for
+// comparing two outputs frame for frame).
+inline std::vector<std::string> frame_bytes(const std::string& path) { return read_frames(path).bytes; }
 
 // FFmpeg's own chatter below errors (encoder statistics) is kept out of test
 // output. An inline variable: initialised once per program, before any

@@ -130,6 +130,11 @@ void check_span(const ReadSpan& span) {
                                 range + ", got " + seconds_text(*span.duration_seconds));
   if (span.max_frames && *span.max_frames < 1)
     throw std::invalid_argument("the frame limit must be at least 1, got " + std::to_string(*span.max_frames));
+  if ((span.from_pts || span.until_pts) && (span.start_seconds || span.duration_seconds))
+    throw std::invalid_argument("a window of video timestamps does not go with a start time or a duration");
+  if (span.from_pts && span.until_pts && *span.until_pts <= *span.from_pts)
+    throw std::invalid_argument("the window of video timestamps must end after it begins, got " +
+                                std::to_string(*span.from_pts) + " to " + std::to_string(*span.until_pts));
 }
 
 struct MediaReader::Impl {
@@ -361,6 +366,12 @@ void MediaReader::Impl::setup_span() {
   }
   if (span.duration_seconds)
     span_end = duration_end = (span_start != AV_NOPTS_VALUE ? span_start : origin) + us(*span.duration_seconds);
+  // A pts window, unshifted. Rescaling keeps the order of pts that are at
+  // least a microsecond apart, as any two frames' are, so the cuts on the
+  // microsecond clock fall between the same frames.
+  const AVRational tb = fmt->streams[video_index]->time_base;
+  if (span.from_pts) span_start = av_rescale_q(*span.from_pts, tb, AV_TIME_BASE_Q);
+  if (span.until_pts) span_end = duration_end = av_rescale_q(*span.until_pts, tb, AV_TIME_BASE_Q);
   if (span_start != AV_NOPTS_VALUE && span_start > origin) seek_to(span_start);
 }
 

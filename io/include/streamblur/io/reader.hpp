@@ -57,15 +57,22 @@ using HwDeviceProvider = std::function<AVBufferRefPtr(const AVCodecParameters& s
 //    of the input when there is none.
 // Other streams are cut at packet level (stream copy): a packet is kept when
 // its pts (its dts when it has no pts) lies in the span; one with neither is kept.
+//  - from_pts, until_pts: a window of video pts in the video stream's own time
+//    base (a segmented run's spans, io::plan_spans), [from_pts, until_pts);
+//    an unset end does not limit. It seeks and cuts as start and duration do,
+//    but timestamps are handed out unshifted, as they are in the input. Not
+//    together with start_seconds or duration_seconds.
 struct ReadSpan {
   std::optional<double> start_seconds;     // >= 0
   std::optional<double> duration_seconds;  // > 0
   std::optional<int64_t> max_frames;       // >= 1
-  bool active() const { return start_seconds || duration_seconds || max_frames; }
+  std::optional<int64_t> from_pts, until_pts;
+  bool active() const { return start_seconds || duration_seconds || max_frames || from_pts || until_pts; }
 };
 
 // Throws std::invalid_argument for a start that is negative (or not a
-// number), a duration that is not more than 0, or max_frames < 1.
+// number), a duration that is not more than 0, max_frames < 1, a pts window
+// whose end is not after its start, or a pts window with a start or duration.
 void check_span(const ReadSpan& span);
 
 // How MediaReader opens and decodes its input.
