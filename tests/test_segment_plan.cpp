@@ -14,7 +14,6 @@ extern "C" {
 
 #include <algorithm>
 #include <fstream>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -204,15 +203,6 @@ TEST_F(ScannedClip, NoVideoOrNoFileIsAnErrorNamingThePath) {
   EXPECT_THROW(io::scan_video_packets(dir.file("missing.mp4")), std::exception);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 // The scan opens its input as MediaReader does: the same inputs refused in
 // the same words (an empty file, a text file, a missing one).
 TEST_F(ScannedClip, RefusesInputsInTheReadersWords) {
@@ -225,7 +215,7 @@ TEST_F(ScannedClip, RefusesInputsInTheReadersWords) {
   for (const std::string& p : {empty, text, dir.file("missing.mkv")}) {
     const std::string scan = error_of([&] { io::scan_video_packets(p); });
     const std::string read = error_of([&] { io::MediaReader r(p); });
-    EXPECT_NE(scan, "no error") << p;
+    EXPECT_FALSE(scan.empty()) << p << ": no error";
     EXPECT_EQ(scan, read) << p;
   }
   EXPECT_TRUE(contains(error_of([&] { io::scan_video_packets(empty); }), "(the file is empty)"));
