@@ -53,6 +53,7 @@ Image image_shape(const InArray& a, const char* what) {
   im.height = static_cast<int>(a.shape(0));
   im.width = static_cast<int>(a.shape(1));
   im.channels = nd == 3 ? static_cast<int>(a.shape(2)) : 1;
+  im.ndim = static_cast<int>(nd);
   if (a.shape(0) > INT32_MAX || a.shape(1) > INT32_MAX)
     throw std::invalid_argument(std::string(what) + " of shape " + shape_text(a) + " is too large");
   if (im.channels < 1 || im.channels > 4)
@@ -133,9 +134,18 @@ FrameLayout one_plane_layout(const Image& im) {
   return l;
 }
 
+std::string Image::shape_text() const {
+  std::string s = "(" + std::to_string(height) + ", " + std::to_string(width);
+  if (ndim == 3) s += ", " + std::to_string(channels);
+  return s + ")";
+}
+
 void check_same_shape(const Image& src, const Image& dst) {
-  if (src.width != dst.width || src.height != dst.height || src.channels != dst.channels || src.bytes != dst.bytes)
-    throw std::invalid_argument("out= must have the shape and dtype of the image");
+  if (src.ndim != dst.ndim || src.width != dst.width || src.height != dst.height || src.channels != dst.channels)
+    throw std::invalid_argument("out= has shape " + dst.shape_text() + " but the image has shape " + src.shape_text());
+  if (src.bytes != dst.bytes)
+    throw nb::type_error((std::string("out= has dtype ") + dst.dtype_name() + " but the image has dtype " +
+                          src.dtype_name()).c_str());
   const auto* s = static_cast<const unsigned char*>(src.data);
   const auto* d = static_cast<const unsigned char*>(dst.data);
   const bool same = s == d && src.pitch == dst.pitch;

@@ -29,6 +29,7 @@ const char* memory_name(Memory m);
 struct Image {
   void* data = nullptr;
   int width = 0, height = 0, channels = 1, bytes = 1;
+  int ndim = 2;  // HxW, or HxWxC (3)
   std::ptrdiff_t pitch = 0;
   Memory memory = Memory::Host;
   int device = -1;
@@ -37,6 +38,9 @@ struct Image {
   // Bytes from the first sample to one past the last.
   size_t extent() const { return static_cast<size_t>(height - 1) * pitch + row_bytes(); }
   bool on_device() const { return memory != Memory::Host; }
+  // As numpy prints them: "(h, w)" or "(h, w, c)", and "uint8" or "uint16".
+  std::string shape_text() const;
+  const char* dtype_name() const { return bytes == 1 ? "uint8" : "uint16"; }
   AnyPlane plane() const { return AnyPlane{data, width, height, pitch, channels, bytes}; }
   template <class T> Plane<T> typed() const { return Plane<T>(static_cast<T*>(data), width, height, pitch, channels); }
 };
@@ -48,8 +52,10 @@ Image describe(const InArray& a, const char* what);
 // The frame a chain is configured for: im as the one plane of a frame.
 FrameLayout one_plane_layout(const Image& im);
 
-// out= must have the image's shape and dtype, and be the image itself or
-// memory apart from it.
+// out= must have the image's shape and dtype (ValueError and TypeError
+// naming both), and be the image itself or memory apart from it. With
+// describe(), the only checks an array gets: the package's Python converts
+// (byte order, packing) but leaves the checking here.
 void check_same_shape(const Image& src, const Image& dst);
 
 // src's rows into dst, both in host memory (nothing when they are the same).

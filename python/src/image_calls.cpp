@@ -45,25 +45,29 @@ void with_host_pair(InArray src_arr, OutArray dst_arr, F&& f) {
 
 }  // namespace
 
-void run_filter(InArray src_arr, OutArray dst_arr, const std::string& spec, const std::string& backend_name,
-                uintptr_t stream_handle) {
+nb::object run_filter(InArray src_arr, std::optional<OutArray> dst_arr, const std::string& spec,
+                      const std::string& backend_name, uintptr_t stream_handle, nb::callable new_output) {
   release_some_queued_calls();
   const Image src = describe(src_arr, "image");
-  const Image dst = describe(InArray(dst_arr), "out=");
+  if (!dst_arr) dst_arr = nb::cast<OutArray>(new_output(memory_name(src.memory)));
+  const Image dst = describe(InArray(*dst_arr), "out=");
   check_same_shape(src, dst);
   const Backend backend = pick_backend(backend_name, src, dst);
   const FrameLayout layout = one_plane_layout(src);
   if (backend == Backend::Cuda) {
-    run_filter_cuda(src_arr, dst_arr, src, dst, layout, spec, stream_handle);
-    return;
+    run_filter_cuda(src_arr, *dst_arr, src, dst, layout, spec, stream_handle);
+    return nb::cast(*dst_arr);
   }
   const bool managed = src.memory == Memory::Managed || dst.memory == Memory::Managed;
   FilterChain chain(parse_filter_chain(spec));
-  nb::gil_scoped_release no_gil;
-  if (managed) wait_for_device();  // no GPU work may be writing it
-  chain.configure(layout, Backend::Cpu);
-  copy_rows_host(src, dst);
-  chain.apply({dst.plane()}, 1, nullptr);
+  {
+    nb::gil_scoped_release no_gil;
+    if (managed) wait_for_device();  // no GPU work may be writing it
+    chain.configure(layout, Backend::Cpu);
+    copy_rows_host(src, dst);
+    chain.apply({dst.plane()}, 1, nullptr);
+  }
+  return nb::cast(*dst_arr);
 }
 
 std::string check_chain(const std::string& spec) {

@@ -77,8 +77,9 @@ void bind_devices_and_memory(nb::module_& m) {
 }
 
 void bind_image_calls(nb::module_& m) {
-  m.def("run_filter", &run_filter, "src"_a, "dst"_a, "spec"_a, "backend"_a, "stream"_a,
-        "Runs filter chain `spec` from src into dst (same shape and dtype; dst may be src).");
+  m.def("run_filter", &run_filter, "src"_a, "dst"_a.none(), "spec"_a, "backend"_a, "stream"_a, "new_output"_a,
+        "Runs filter chain `spec` from src into dst (same shape and dtype; dst may be src), or into "
+        "new_output(memory kind of src) where dst is None; returns dst.");
   m.def("run_cupy", &run_cupy, "src"_a, "dst"_a, "spec"_a, "stream"_a.none(),
         "The fast path of run_filter for two CuPy arrays on CuPy's current stream; False where it does not apply "
         "(nothing was done).");

@@ -59,9 +59,9 @@ from ._info import _filter_names, cuda_available, device_count, filter_help, fil
 from ._log import _LOG_LEVELS, set_log_level  # noqa: F401
 from ._managed import MAX_MANAGED_BYTES, _shape, is_managed, managed_empty  # noqa: F401
 from ._arrays import (  # noqa: F401
-    _ARRAY_KINDS, _FAST_BACKENDS, _FRAMEWORK_OF_TYPE, _as_numpy, _call, _check_out, _check_out_of_image_type,
+    _ARRAY_KINDS, _FAST_BACKENDS, _FRAMEWORK_OF_TYPE, _as_numpy, _call,
     _current_framework_stream, _framework, _new_output, _not_an_array, _pixels_packed, _prepare_input,
-    _register_cupy, _run, _stream_handle,
+    _register_cupy, _run, _stream_handle, _unreadable,
 )
 from ._video import (  # noqa: F401
     _check_device_index, _check_encode_args, _check_input_exists, _check_video_args, _device_list, process_video,

@@ -91,11 +91,10 @@ def _as_numpy(img: Any) -> np.ndarray:
 
 
 def _prepare_input(img: Any):
-    """(array the extension can take, framework name)."""
+    """(array the extension can take, framework name): converted (byte order, packing, no autograd), not checked;
+    the extension checks every array once (dtype, shape, layout, memory)."""
     fw = _framework(img)
     if fw == "numpy":
-        if img.dtype.char not in "BH":  # uint8, uint16 (either byte order)
-            raise TypeError(f"image has dtype {img.dtype}; streamblur takes uint8 or uint16 images")
         if img.dtype.byteorder not in ("=", "|") and img.dtype.kind in "ui":
             img = img.astype(img.dtype.newbyteorder("="))
         if not _pixels_packed(img.shape, img.strides, img.itemsize):
@@ -172,41 +171,6 @@ def _current_framework_stream(arr: Any, fw: str) -> int:
     return 0
 
 
-def _check_out(out: Any, img: Any) -> Any:
-    if not (hasattr(out, "shape") and hasattr(out, "dtype")):
-        raise TypeError(f"out= must be {_ARRAY_KINDS} of the image's shape and dtype, or None; "
-                        f"got {type(out).__name__}")
-    # The common case first: out= of the image's own array type (shapes and
-    # dtypes compare directly; the extension checks the layout of both).
-    if type(out) is type(img) and not isinstance(out, np.ndarray):
-        return _check_out_of_image_type(out, img)
-    fw = _framework(out)
-    if fw == "numpy" and not out.flags.writeable:
-        raise ValueError("out= is read-only")
-    shape_o = tuple(int(s) for s in out.shape)
-    shape_i = tuple(int(s) for s in img.shape)
-    if shape_o != shape_i:
-        raise ValueError(f"out= has shape {shape_o} but the image has shape {shape_i}")
-    # Same framework: the dtypes compare directly (numpy's str(dtype) runs
-    # Python code, a large share of the module's host time per call).
-    same = out.dtype == img.dtype if type(out) is type(img) else (
-        str(out.dtype).replace("torch.", "") == str(img.dtype).replace("torch.", ""))
-    if not same:
-        raise TypeError(f"out= has dtype {out.dtype} but the image has dtype {img.dtype}")
-    if fw == "numpy" and not _pixels_packed(out.shape, out.strides, out.itemsize):
-        raise ValueError("out= must have C-contiguous pixels within each row (rows may be strided)")
-    return out
-
-
-def _check_out_of_image_type(out: Any, img: Any) -> Any:
-    """_check_out for out= of the image's own array type, not numpy's: shape and dtype as the image's."""
-    if out.shape != img.shape:
-        raise ValueError(f"out= has shape {tuple(out.shape)} but the image has shape {tuple(img.shape)}")
-    if out.dtype != img.dtype:
-        raise TypeError(f"out= has dtype {out.dtype} but the image has dtype {img.dtype}")
-    return out
-
-
 # Calls on CuPy arrays first try the extension's fast path (_ext.run_cupy:
 # the arrays' attributes read in C++, the chain from a cache keyed on the
 # spec object and the shape), which declines, doing nothing, whatever it does
@@ -231,17 +195,22 @@ def _run(spec: str, img: Any, out: Any, stream: Any, backend: str) -> Any:
     src, fw = _prepare_input(img)
     if stream is None and fw in ("cupy", "torch"):
         handle = _current_framework_stream(src, fw)
-    if out is None:
-        where = _ext.memory_kind(src)  # also checks dtype, shape, device
-        dst = _new_output(src, fw, where)
-    else:
-        dst = _check_out(out, src)
     try:
-        _ext.run_filter(src, dst, spec, backend, handle)
+        return _ext.run_filter(src, out, spec, backend, handle, lambda where: _new_output(src, fw, where))
     except TypeError as e:
         if "incompatible function arguments" not in str(e):
             raise
-        # An array object the extension cannot read (neither DLPack nor the buffer protocol).
-        raise TypeError(f"image and out= must be {_ARRAY_KINDS}; got {type(img).__name__} and "
-                        f"{type(dst).__name__}") from None
-    return dst
+        raise _unreadable(img, out) from None
+
+
+def _unreadable(img: Any, out: Any) -> Exception:
+    """The error for arrays the extension could not take (neither DLPack nor the buffer protocol, or read-only)."""
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        return ValueError("out= is read-only")
+    if isinstance(out, np.ndarray) and out.dtype.byteorder not in ("=", "|"):
+        return TypeError(f"out= has dtype {out.dtype.str} (not in this machine's byte order); "
+                         "streamblur writes uint8 or uint16 in native order")
+    if out is not None and not (hasattr(out, "shape") and hasattr(out, "dtype")):
+        return TypeError(f"out= must be {_ARRAY_KINDS} of the image's shape and dtype, or None; "
+                         f"got {type(out).__name__}")
+    return TypeError(f"image and out= must be {_ARRAY_KINDS}; got {type(img).__name__} and {type(out).__name__}")

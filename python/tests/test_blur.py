@@ -152,6 +152,24 @@ def test_out_wrong_dtype():
         streamblur.box_blur(img, 1, out=np.zeros((10, 10), np.uint16))
 
 
+def test_out_channel_axis_counts():
+    img = pattern((10, 10), np.uint8)
+    with pytest.raises(ValueError, match=r"out= has shape \(10, 10, 1\) but the image has shape \(10, 10\)"):
+        streamblur.box_blur(img, 1, out=np.zeros((10, 10, 1), np.uint8))
+
+
+def test_out_not_native_byte_order():
+    img = pattern((10, 10), np.uint16)
+    with pytest.raises(TypeError, match="out= has dtype >u2 .*byte order"):
+        streamblur.box_blur(img, 1, out=np.zeros((10, 10), ">u2"))
+
+
+def test_out_not_an_array():
+    img = pattern((10, 10), np.uint8)
+    with pytest.raises(TypeError, match="out= must be a numpy, CuPy or PyTorch array .* got str"):
+        streamblur.box_blur(img, 1, out="x")
+
+
 def test_out_read_only():
     img = pattern((10, 10), np.uint8)
     out = np.zeros_like(img)
