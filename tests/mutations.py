@@ -252,7 +252,12 @@ MUTATIONS = [
     M("no-chapters", "metadata", "io/src/writer.cpp",
       "av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0);",
       "av_dict_copy(&oc->chapters[oc->nb_chapters - 1]->metadata, c->metadata, 0); oc->nb_chapters = 0;"),
+    # ---- segments
+    M("span-frames-numbered-from-0", "index", "pipeline/src/pipeline.cpp",
+      "  c.index = first_index() + seq;\n", "  c.index = seq;\n"),
     # ---- the Python module
+    M("out-channel-axis-ignored", "shape", "python/src/arrays.cpp",
+      "if (src.ndim != dst.ndim || src.width", "if (src.width", python=True),
     M("progress-exception-no-stop", "stop", "python/src/video.cpp",
       "      stop.store(true);\n", "      /* mutation: the run goes on */\n", python=True),
     M("cupy-fast-path-packed-pitch", "borders", "python/src/cupy_path.cpp",

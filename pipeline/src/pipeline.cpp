@@ -34,6 +34,7 @@ extern "C" {
 #include "frame_route.hpp"
 #include "streamblur/config.hpp"
 #include "streamblur/io/output_file.hpp"
+#include "streamblur/pipeline/detail/span_run.hpp"
 #include "streamblur/pipeline/detail/test_hooks.hpp"
 #include "streamblur/pipeline/regions.hpp"
 
@@ -68,6 +69,16 @@ std::string default_encoder_for(const std::string& output_path, const std::strin
 
 namespace {
 
+// The input's video stream alone (a span's output: the segmented run copies
+// the other streams, the metadata and the chapters once).
+io::InputStreams video_only(io::InputStreams in) {
+  in.streams = {in.streams.at(static_cast<std::size_t>(in.video_index))};
+  in.video_index = 0;
+  in.metadata = nullptr;
+  in.chapters.clear();
+  return in;
+}
+
 // Notes are printed once each.
 class Notes {
  public:
@@ -90,14 +101,16 @@ class Notes {
 // encoder, the caller's frame_sink, or nothing (see sink).
 class Pipeline {
  public:
-  Pipeline(const PipelineOptions& opt, const detail::PipelineTestHooks& hooks)
-      : opt_(opt), hooks_(hooks), note_(opt.note ? opt.note : [](const std::string& s) { std::cerr << s << "\n"; }) {}
+  Pipeline(const PipelineOptions& opt, const detail::PipelineTestHooks& hooks, const detail::SpanRun* span_run = nullptr)
+      : opt_(opt), hooks_(hooks), span_run_(span_run),
+        note_(opt.note ? opt.note : [](const std::string& s) { std::cerr << s << "\n"; }) {}
   RunStats run();
 
  private:
   // set-up
   bool cuda_may_be_needed() const;
   io::AVBufferRefPtr nvdec_device(const AVCodecParameters& par, const AVCodec& decoder);
+  io::ReadSpan read_span() const;
   void open_input();
   void estimate_total();
   std::runtime_error empty_span_error() const;
@@ -125,6 +138,8 @@ class Pipeline {
 
   const PipelineOptions& opt_;
   const detail::PipelineTestHooks& hooks_;
+  const detail::SpanRun* span_run_;  // one span of a segmented run, or null (the whole input)
+  int64_t first_index() const { return span_run_ ? span_run_->first_index : 0; }
   Notes note_;
   std::vector<FilterInstanceSpec> chain_spec_;
   std::set<const RegionSpec*> regions_reported_;  // said already: not again at the end
@@ -197,6 +212,18 @@ io::AVBufferRefPtr Pipeline::nvdec_device(const AVCodecParameters& par, const AV
   }
 }
 
+// What the reader reads: the options' trim, or the span's pts window.
+io::ReadSpan Pipeline::read_span() const {
+  if (!span_run_) return io::ReadSpan{opt_.start_seconds, opt_.duration_seconds, opt_.max_frames};
+  if (opt_.start_seconds || opt_.duration_seconds || opt_.max_frames)
+    throw std::invalid_argument("a span of a segmented run takes its frames from the span plan, not from a start "
+                                "time, duration or frame count");
+  io::ReadSpan span;
+  span.from_pts = span_run_->from_pts;
+  span.until_pts = span_run_->until_pts;
+  return span;
+}
+
 void Pipeline::open_input() {
   io::ReaderOptions ropt;
   ropt.decoder_threads = opt_.decoder_threads;
@@ -242,6 +269,8 @@ std::runtime_error Pipeline::empty_span_error() const {
   if (span_.start_seconds) asked = "start " + secs(*span_.start_seconds);
   if (span_.duration_seconds)
     asked += (asked.empty() ? "" : ", ") + std::string("duration ") + secs(*span_.duration_seconds);
+  if (span_.from_pts) asked = "pts from " + std::to_string(*span_.from_pts);
+  if (span_.until_pts) asked += (asked.empty() ? "" : " ") + std::string("until ") + std::to_string(*span_.until_pts);
   std::string why;
   if (vinfo_->duration_seconds > 0) {
     char buf[96];
@@ -457,7 +486,7 @@ double Pipeline::pace(int64_t pts) {
 // index in output order and its pts in seconds.
 FrameContext Pipeline::frame_context(int64_t seq, const AVFrame& f) const {
   FrameContext c;
-  c.index = seq;
+  c.index = first_index() + seq;
   if (f.pts != AV_NOPTS_VALUE) c.pts_seconds = f.pts * av_q2d(vinfo_->time_base);
   return c;
 }
@@ -496,7 +525,7 @@ FrameSlot* Pipeline::sink(FrameSlot* s) {
   const AVFrame& f = *s->frame;
   if (opt_.frame_sink) {
     FrameView v;
-    v.index = frames_out_;
+    v.index = first_index() + frames_out_;
     v.pts = f.pts;
     v.time_base_num = vinfo_->time_base.num;
     v.time_base_den = vinfo_->time_base.den;
@@ -506,8 +535,11 @@ FrameSlot* Pipeline::sink(FrameSlot* s) {
     route_->view(*s, v);
     opt_.frame_sink(v);
   } else if (!null_sink_) {
-    if (!writer_) writer_ = std::make_unique<io::MediaWriter>(out_->url(), reader_->streams(), f, enc_);
-    for (auto& pkt : s->passthrough) writer_->write_passthrough(*pkt);
+    if (!writer_)
+      writer_ = std::make_unique<io::MediaWriter>(out_->url(), span_run_ ? video_only(reader_->streams()) : reader_->streams(),
+                                                  f, enc_);
+    if (!span_run_)
+      for (auto& pkt : s->passthrough) writer_->write_passthrough(*pkt);
     writer_->write_video(f);
   }
   if (f.pts != AV_NOPTS_VALUE) last_media_time_ = f.pts * av_q2d(vinfo_->time_base);
@@ -544,7 +576,7 @@ RunStats Pipeline::run() {
   t_start_ = last_progress_ = Clock::now();
 
   // Filters and span first: a bad --vf or time fails before any file is touched.
-  span_ = io::ReadSpan{opt_.start_seconds, opt_.duration_seconds, opt_.max_frames};
+  span_ = read_span();
   io::check_span(span_);
   chain_spec_ = parse_filter_chain(opt_.filters);
   if (opt_.hwdec == HwDecode::Nvdec && opt_.backend == BackendChoice::Cpu)
@@ -563,7 +595,7 @@ RunStats Pipeline::run() {
   choose_backend();
   stats_.decoder = vinfo_->hw_decode ? "nvdec" : "cpu";
   make_slots();
-  check_regions_fit();
+  if (!span_run_) check_regions_fit();
   prepare_output();
   tbb::flow::graph g;
   using namespace tbb::flow;
@@ -599,13 +631,14 @@ RunStats Pipeline::run() {
   if (frames_out_ == 0) {
     // Stopped (Ctrl-C) before the first frame: say so rather than blame the input.
     if (opt_.stop && opt_.stop->load()) throw std::runtime_error("stopped before any frame was done; no output written");
-    if (span_.start_seconds || span_.duration_seconds) throw empty_span_error();
+    if (span_.start_seconds || span_.duration_seconds || span_run_) throw empty_span_error();
     throw std::runtime_error("no video frames could be decoded from '" + opt_.input + "'");
   }
-  check_regions_used();  // strict: fails before the output is committed
+  if (!span_run_) check_regions_used();  // strict: fails before the output is committed
   const auto t_finish = Clock::now();
   if (!null_sink_ && !opt_.frame_sink) {
-    for (auto& pkt : reader_->take_remaining_passthrough()) writer_->write_passthrough(*pkt);
+    if (!span_run_)
+      for (auto& pkt : reader_->take_remaining_passthrough()) writer_->write_passthrough(*pkt);
     writer_->finish();
     writer_.reset();
     out_->commit(frames_out_);
@@ -651,6 +684,12 @@ RunStats run_pipeline(const PipelineOptions& options) { return detail::run_pipel
 
 RunStats detail::run_pipeline_with_hooks(const PipelineOptions& options, const PipelineTestHooks& hooks) {
   Pipeline p(options, hooks);
+  return p.run();
+}
+
+RunStats detail::run_span(const PipelineOptions& options, const SpanRun& span) {
+  const PipelineTestHooks no_hooks;
+  Pipeline p(options, no_hooks, &span);
   return p.run();
 }
 

@@ -1,0 +1,32 @@
+#pragma once
+// One span of a segmented run (issue: one file over every engine): the
+// frames of one keyframe-aligned part of the input (io::plan_spans), run
+// through a pipeline of their own and numbered as the whole run numbers
+// them. A detail header: in the source tree only, never installed, not part
+// of the API; the segmented run is built on it.
+#include <cstdint>
+#include <optional>
+
+#include "streamblur/pipeline/pipeline.hpp"
+
+namespace streamblur::detail {
+
+struct SpanRun {
+  // The frames whose pts lies in [from_pts, until_pts), in the video
+  // stream's own time base (io::ReadSpan's window); unset: from the start,
+  // to the end.
+  std::optional<int64_t> from_pts, until_pts;
+  // The whole run's index of the span's first frame: what regions=FILE keys
+  // by frame and FrameView::index count from.
+  int64_t first_index = 0;
+};
+
+// run_pipeline for one span. The output, when there is one, holds the
+// encoded video stream alone (the segmented run copies the other streams
+// once, over the whole input), with the input's timestamps unshifted. The
+// options' start_seconds, duration_seconds and max_frames must be unset (the
+// span plan has them); a regions file is checked against the whole video by
+// the segmented run, not here.
+RunStats run_span(const PipelineOptions& options, const SpanRun& span);
+
+}  // namespace streamblur::detail
