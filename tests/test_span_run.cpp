@@ -135,7 +135,7 @@ TEST(SpanRun, ASpansOutputHoldsItsVideoAloneAtTheInputsTimestamps) {
   Sunk unused;
   PipelineOptions o = cpu_run(path, "gblur=sigma=1", unused);
   o.frame_sink = nullptr;
-  o.output = dir.file("span1.nut");
+  o.output = dir.file("span1.mkv");
   o.encoder.codec = "ffv1";
   detail::run_span(o, span_run(middle));
 
