@@ -1,6 +1,6 @@
 // streamblur-bench: throughput measurements, always as ratios against a
 // reference measured in the same run.
-//   streamblur-bench kernels [--json FILE] [--quick] [--filter gblur|boxblur|all] [--sigmas S,S,...] [--box-radii R,R,...] [--channels 1|2]
+//   streamblur-bench kernels [--json FILE] [--quick] [--filter gblur|boxblur|all] [--sigmas S,S,...] [--box-radii R,R,...] [--channels 1-4]
 //   streamblur-bench pipeline [--json FILE] [--frames N] [--no-nvdec] ...
 //   streamblur-bench scale [--streams 1,2,4,8] [--devices all] [--frames N] [--json FILE] ...
 //   streamblur-bench make-clip out.mp4 [--size WxH --frames N --no-audio]
@@ -106,8 +106,10 @@ CLI::App* add_kernels_command(CLI::App& app, KernelsArgs& a) {
   kernels->add_flag("--quick", a.quick, "one small size and fewer samples (a smoke test)");
   kernels->add_option("--filter", a.filter, "cuda: the rows of one filter only: gblur, boxblur or all (default)")
       ->check(CLI::IsMember({"all", "gblur", "boxblur"}));
-  kernels->add_option("--channels", a.channels, "cuda: samples per pixel, 1 or 2 (interleaved UV pairs, half as many pixels per row)")
-      ->check(CLI::IsMember({1, 2}));
+  kernels->add_option("--channels", a.channels,
+                      "cuda: interleaved samples per pixel, 1 to 4 (2: UV pairs; 3, 4: RGB, RGBA), the plane's "
+                      "width in samples")
+      ->check(CLI::Range(1, 4));
   kernels->add_option("--box-radii", a.box_radii, "cuda: box radii to time, comma-separated (default 1,3,8,15,30,60,120,1000,4096)")
       ->delimiter(',')
       ->check(CLI::Range(0, streamblur::kMaxBoxRadius));
