@@ -91,21 +91,20 @@ double median_us_adaptive(const std::function<void(int)>& op, cudaStream_t strea
   return median_us(op, stream, ms > 2.0f ? 3 : samples);
 }
 
-// Median times with the kernels Auto picks, the fused kernel, two passes, the
+// Median times with the kernels Auto picks, two passes, the
 // register-blocked, 3x3 box, running-sum, wide and tensor-core kernels (0 where
 // a forced path falls back to another);
 // the blur is left on Auto.
 template <class T, class Blur>
-std::array<double, 8> time_paths(Blur& blur, int w, int h, int c, const std::function<void(int)>& op,
+std::array<double, 7> time_paths(Blur& blur, int w, int h, int c, const std::function<void(int)>& op,
                                  cudaStream_t stream, int samples) {
-  std::array<double, 8> t{};  // {auto, fused, two-pass, register, box3, running, wide, tensor}
-  const cuda::BlurPath forced[] = {cuda::BlurPath::Fused,   cuda::BlurPath::TwoPass, cuda::BlurPath::Register,
-                                   cuda::BlurPath::Box3, cuda::BlurPath::Running, cuda::BlurPath::Wide,
-                                   cuda::BlurPath::Tensor};
+  std::array<double, 7> t{};  // {auto, two-pass, register, box3, running, wide, tensor}
+  const cuda::BlurPath forced[] = {cuda::BlurPath::TwoPass, cuda::BlurPath::Register, cuda::BlurPath::Box3,
+                                   cuda::BlurPath::Running, cuda::BlurPath::Wide,     cuda::BlurPath::Tensor};
   cuda::set_path(blur, cuda::BlurPath::Auto);
   const cuda::BlurPath auto_path = cuda::path_taken(blur, w, h, c, sizeof(T));
   t[0] = median_us_adaptive(op, stream, samples);
-  for (int i = 0; i < 7; ++i) {
+  for (int i = 0; i < 6; ++i) {
     cuda::set_path(blur, forced[i]);
     const cuda::BlurPath taken = cuda::path_taken(blur, w, h, c, sizeof(T));
     if (taken != forced[i]) continue;            // falls back to another path: 0
@@ -186,7 +185,7 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
   const double copy_us = median_us([&](int i) { cuda::copy_plane<T>(buf.in(i), buf.out(i), st); }, st, opt.samples);
   DeviceBuffer reference_out(buf.dst[0].size());  // our output of buffer 0, to compare NPP with
   auto record = [&](const std::string& filter, double param, int taps, cuda::BlurPath path,
-                    const std::array<double, 8>& us, std::function<void(int)> npp) {
+                    const std::array<double, 7>& us, std::function<void(int)> npp) {
     KernelResult r;
     r.width = px;
     r.height = h;
@@ -197,13 +196,12 @@ void bench_size(const KernelBenchOptions& opt, int w, int h, cudaStream_t st, st
     r.taps = taps;
     r.path = cuda::path_name(path);
     r.ours_us = us[0];
-    r.fused_us = us[1];
-    r.two_pass_us = us[2];
-    r.register_us = us[3];
-    r.box3_us = us[4];
-    r.running_us = us[5];
-    r.wide_us = us[6];
-    r.tensor_us = us[7];
+    r.two_pass_us = us[1];
+    r.register_us = us[2];
+    r.box3_us = us[3];
+    r.running_us = us[4];
+    r.wide_us = us[5];
+    r.tensor_us = us[6];
     r.copy_us = copy_us;
     CUDA_CHECK(cudaMemcpyAsync(reference_out.get(), buf.dst[0].get(), reference_out.size(), cudaMemcpyDeviceToDevice, st));
     if (npp) {

@@ -32,7 +32,6 @@ struct KernelResult {
   int bits = 8;         // bits per sample
   std::string path;     // the kernels Auto ran (cuda::path_name)
   double ours_us = 0;   // median GPU time of one plane (the kernels Auto picks)
-  double fused_us = 0;  // the same, forcing the fused kernel
   double two_pass_us = 0;  // the same, forcing two passes
   double register_us = 0;  // the same, forcing the register-blocked kernels (where they run)
   double box3_us = 0;   // the same, forcing the 3x3 box kernel (where it runs)
@@ -53,10 +52,9 @@ struct FastestPath {
   double us = 0;
 };
 inline FastestPath fastest_path(const KernelResult& r) {
-  const std::pair<const char*, double> timed[] = {{"fused", r.fused_us},     {"two-pass", r.two_pass_us},
-                                                  {"register", r.register_us}, {"box3", r.box3_us},
-                                                  {"running", r.running_us}, {"wide", r.wide_us},
-                                                  {"tensor", r.tensor_us}};
+  const std::pair<const char*, double> timed[] = {{"two-pass", r.two_pass_us}, {"register", r.register_us},
+                                                  {"box3", r.box3_us},         {"running", r.running_us},
+                                                  {"wide", r.wide_us},         {"tensor", r.tensor_us}};
   FastestPath best;
   for (const auto& [name, us] : timed)
     if (us > 0 && (best.path.empty() || us < best.us)) best = {name, us};

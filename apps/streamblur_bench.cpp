@@ -131,8 +131,8 @@ CLI::App* add_kernels_command(CLI::App& app, KernelsArgs& a) {
 ReportTable kernel_report_table(bool npp) {
   std::vector<bench::TableColumn> columns = {
       {"size", 10, true},    {"bits", 4},      {"filter", 14, true}, {"param", 6},    {"taps", 5},
-      {"auto_path", 9, true}, {"ours_us", 10},  {"fused_us", 9},      {"2pass_us", 9}, {"reg_us", 9},
-      {"slide_us", 9},       {"run_us", 9},    {"wide_us", 9},       {"tensor_us", 9}, {"copy_us", 10},
+      {"auto_path", 9, true}, {"ours_us", 10},  {"2pass_us", 9},      {"reg_us", 9},   {"box3_us", 9},
+      {"run_us", 9},         {"wide_us", 9},   {"tensor_us", 9},     {"copy_us", 10},
       {"x_copy", 8},         {"fastest", 9, true}};
   if (npp) columns.insert(columns.end(), {{"npp_us", 10}, {"npp/ours", 9}, {"maxdiff", 8}});
   return ReportTable(std::move(columns));
@@ -147,7 +147,7 @@ void print_kernel_row(const ReportTable& table, const bench::KernelResult& r) {
   std::vector<std::string> cells = {
       size,                          format("%d", r.bits),           r.filter,
       format("%g", r.param),         format("%d", r.taps),           r.path,
-      format("%.1f", r.ours_us),     format("%.1f", r.fused_us),     format("%.1f", r.two_pass_us),
+      format("%.1f", r.ours_us),     format("%.1f", r.two_pass_us),
       format("%.1f", r.register_us), format("%.1f", r.box3_us),   format("%.1f", r.running_us),
       format("%.1f", r.wide_us),     format("%.1f", r.tensor_us),    format("%.1f", r.copy_us),
       format("%.2f", r.ours_us / r.copy_us), fastest};
@@ -162,7 +162,7 @@ nlohmann::json kernel_json(const std::vector<bench::KernelResult>& results) {
   for (const auto& r : results) {
     const bench::FastestPath best = bench::fastest_path(r);
     j.push_back({{"width", r.width}, {"height", r.height}, {"channels", r.channels}, {"bits", r.bits}, {"filter", r.filter}, {"param", r.param},
-                 {"taps", r.taps}, {"path", r.path}, {"ours_us", r.ours_us}, {"fused_us", r.fused_us},
+                 {"taps", r.taps}, {"path", r.path}, {"ours_us", r.ours_us},
                  {"two_pass_us", r.two_pass_us}, {"register_us", r.register_us}, {"box3_us", r.box3_us},
                  {"running_us", r.running_us}, {"wide_us", r.wide_us}, {"tensor_us", r.tensor_us}, {"copy_us", r.copy_us},
                  {"ratio_to_copy", r.ours_us / r.copy_us}, {"fastest_path", best.path}, {"fastest_us", best.us},

@@ -117,9 +117,9 @@ struct DeviceImage {
   }
 };
 
-const cuda::BlurPath kPaths[] = {cuda::BlurPath::Auto,     cuda::BlurPath::Fused,   cuda::BlurPath::TwoPass,
-                                 cuda::BlurPath::Register, cuda::BlurPath::Box3, cuda::BlurPath::Running,
-                                 cuda::BlurPath::Wide,     cuda::BlurPath::Tensor};
+const cuda::BlurPath kPaths[] = {cuda::BlurPath::Auto,    cuda::BlurPath::TwoPass, cuda::BlurPath::Register,
+                                 cuda::BlurPath::Box3,    cuda::BlurPath::Running, cuda::BlurPath::Wide,
+                                 cuda::BlurPath::Tensor};
 std::string path_label(cuda::BlurPath p) { return std::string("path ") + cuda::path_name(p); }
 
 // Runs `apply(src, dst, stream)` twice with two poisons: every sample must be
@@ -297,7 +297,8 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(5.0), 1920, 1080, 1, 1), P::Tensor);    // r = 15
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0), 3840, 2160, 1, 2), P::Register);  // 16-bit
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(10.0), 1920, 1080, 1, 2), P::Register);
-  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(0.5), 640, 360, 3, 1), P::Fused);
+  EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(0.5), 640, 360, 3, 1), P::TwoPass);  // RGB
+  EXPECT_EQ(cuda::path_taken(cuda::BoxBlur(1), 640, 360, 4, 1), P::TwoPass);          // RGBA
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(2.0), 640, 360, 3, 1), P::TwoPass);
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(20.0), 3840, 2160, 1, 1), P::Wide);
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(7.0), 3840, 2160, 1, 1), P::Tensor);
@@ -327,13 +328,13 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(7.0), 960, 540, 2, 1), P::Tensor);
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(10.0), 960, 540, 2, 1), P::Wide);
   EXPECT_EQ(cuda::path_taken(cuda::GaussianBlur(20.0), 640, 360, 4, 1), P::TwoPass);
-  // A forced path that cannot run falls back: box3 -> register -> fused
-  // -> two passes.
+  // A forced path that cannot run falls back: box3 -> register -> two
+  // passes.
   cuda::GaussianBlur wide(5.0);
   cuda::set_path(wide, P::Box3);
   EXPECT_EQ(cuda::path_taken(wide, 640, 360, 1, 1), P::Register);
   cuda::set_path(wide, P::Register);
-  EXPECT_EQ(cuda::path_taken(wide, 640, 360, 2, 1), P::Fused);
+  EXPECT_EQ(cuda::path_taken(wide, 640, 360, 2, 1), P::TwoPass);
   cuda::GaussianBlur huge(60.0);
   cuda::set_path(huge, P::Register);
   EXPECT_EQ(cuda::path_taken(huge, 640, 360, 1, 1), P::TwoPass);
@@ -346,7 +347,7 @@ TEST(CudaBlur, RegisterPathEveryRadiusBucket) {
   cuda::set_path(packed, P::Wide);  // Gaussian only
   EXPECT_EQ(cuda::path_taken(packed, 640, 360, 1, 1), P::TwoPass);
   cuda::set_path(packed, P::Running);
-  EXPECT_EQ(cuda::path_taken(packed, 640, 360, 4, 1), P::Fused);  // running -> register -> fused
+  EXPECT_EQ(cuda::path_taken(packed, 640, 360, 4, 1), P::TwoPass);  // running -> register -> two passes
   EXPECT_EQ(cuda::path_taken(packed, 640, 360, 2, 1), P::Running);
 }
 
@@ -640,8 +641,8 @@ TEST(CudaBlur, TensorGaussFallsBack) {
   EXPECT_EQ(cuda::path_taken(small, 640, 360, 1, 1), cuda::BlurPath::Tensor);
   EXPECT_EQ(cuda::path_taken(small, 640, 360, 1, 2), cuda::BlurPath::Register);
   EXPECT_EQ(cuda::path_taken(small, 640, 360, 2, 1), cuda::BlurPath::Tensor);
-  EXPECT_EQ(cuda::path_taken(small, 640, 360, 3, 1), cuda::BlurPath::Fused);
-  EXPECT_EQ(cuda::path_taken(large, 640, 360, 1, 1), cuda::BlurPath::Fused);  // r = 33: nor the register path
+  EXPECT_EQ(cuda::path_taken(small, 640, 360, 3, 1), cuda::BlurPath::TwoPass);
+  EXPECT_EQ(cuda::path_taken(large, 640, 360, 1, 1), cuda::BlurPath::TwoPass);  // r = 33: nor the register path
   cuda::GaussianBlur pair_limit(32 / 3.0, 32 / 3.0, 32, 32), pair_over(11.0, 11.0, 33, 33);
   cuda::set_path(pair_limit, cuda::BlurPath::Tensor);
   cuda::set_path(pair_over, cuda::BlurPath::Tensor);
@@ -894,8 +895,8 @@ TEST(CudaBlur, SampleShiftEveryPath) {
   EXPECT_THROW(blur.apply<uint8_t>(Plane<const uint8_t>(d8.plane()), d8.plane(), stream.get()), std::invalid_argument);
 }
 
-// In place runs the fused kernel through the scratch plane (small radii) or
-// the two passes (large radii); both must equal the reference.
+// In place runs the tiled kernels through the scratch plane or the two
+// passes through theirs; both must equal the reference.
 // `blur` forced onto every path in turn, applied in place to a device copy of
 // src, against want.
 template <class T, class Blur>

@@ -6,9 +6,8 @@
 // (blur_tiled.cu, which also holds the 3x3 box), running sums for boxes of any
 // radius (blur_running.cu), the wide Gaussian passes (blur_wide.cu), the
 // tensor-core Gaussian (blur_tensor.cu), and here the fallback for everything
-// else: a generic fused kernel for small vertical radii, whose block stages
-// its output tile plus halo in shared memory and runs both passes there, else
-// two passes.
+// else (interleaved RGB and RGBA planes, radii beyond the others' reach): two
+// passes.
 //
 // Pass 1 (horizontal) reads the source row segment plus its halo into shared
 // memory once and writes one intermediate value per sample: float for the
@@ -142,74 +141,6 @@ vertical_pass(const In* __restrict__ tmp, std::ptrdiff_t tmp_pitch, T* __restric
   }
 }
 
-// Fused kernel: block of 32 x 8 threads, output tile of 64 samples x 32 rows.
-constexpr int kFThreadsX = 32;
-constexpr int kFThreadsY = 8;
-constexpr int kFTileW = 64;
-constexpr int kFTileH = 32;
-// Auto choice for interleaved channels: the generic fused kernel beats two
-// passes up to r = 3 (tuning.json: "blur.fused_max_radius").
-constexpr int kFusedMaxRadiusY = 3;
-
-template <class In>
-std::size_t fused_shared_bytes(int rx, int ry, int channels, std::size_t sample_bytes, bool weighted) {
-  const std::size_t in_h = kFTileH + 2 * ry, in_w = kFTileW + 2 * static_cast<std::size_t>(rx) * channels;
-  const std::size_t w = weighted ? (2 * rx + 1 + 2 * ry + 1) * sizeof(float) : 0;
-  return w + in_h * kFTileW * sizeof(In) + in_h * in_w * sample_bytes;
-}
-
-template <class T, class In, class Acc, bool kWeighted>
-__global__ void __launch_bounds__(kFThreadsX * kFThreadsY)
-fused_blur(const T* __restrict__ src, std::ptrdiff_t src_pitch, T* __restrict__ dst, std::ptrdiff_t dst_pitch,
-           int samples, int height, int channels, const float* __restrict__ weights, int rx, int ry,
-           unsigned long long box_count) {
-  extern __shared__ float smem[];
-  const int halo_x = rx * channels;
-  const int in_w = kFTileW + 2 * halo_x, in_h = kFTileH + 2 * ry;
-  float* wx = smem;
-  float* wy = wx + (kWeighted ? 2 * rx + 1 : 0);
-  In* hsum = reinterpret_cast<In*>(wy + (kWeighted ? 2 * ry + 1 : 0));  // in_h x kFTileW
-  T* tile = reinterpret_cast<T*>(hsum + in_h * kFTileW);                 // in_h x in_w
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kFThreadsX + tx;
-  const int x0 = blockIdx.x * kFTileW, y0 = blockIdx.y * kFTileH;
-  if (kWeighted) {
-    for (int i = tid; i < 2 * rx + 1; i += kFThreadsX * kFThreadsY) wx[i] = weights[i];
-    for (int i = tid; i < 2 * ry + 1; i += kFThreadsX * kFThreadsY) wy[i] = weights[2 * rx + 1 + i];
-  }
-  for (int r = ty; r < in_h; r += kFThreadsY) {
-    const T* in = row_ptr(src, src_pitch, min(max(y0 - ry + r, 0), height - 1));
-    for (int c = tx; c < in_w; c += kFThreadsX) tile[r * in_w + c] = in[clamp_sample(x0 - halo_x + c, samples, channels)];
-  }
-  __syncthreads();
-  for (int r = ty; r < in_h; r += kFThreadsY)
-    for (int c = tx; c < kFTileW; c += kFThreadsX) {
-      const T* p = tile + r * in_w + c + halo_x;
-      In acc = 0;
-      for (int k = -rx; k <= rx; ++k) {
-        if constexpr (kWeighted) acc += wx[k + rx] * static_cast<float>(p[k * channels]);
-        else acc += static_cast<In>(p[k * channels]);
-      }
-      hsum[r * kFTileW + c] = acc;
-    }
-  __syncthreads();
-  for (int r = ty; r < kFTileH; r += kFThreadsY) {
-    const int y = y0 + r;
-    if (y >= height) break;
-    T* out = row_ptr(dst, dst_pitch, y);
-    for (int c = tx; c < kFTileW; c += kFThreadsX) {
-      const int x = x0 + c;
-      if (x >= samples) break;
-      Acc acc = 0;
-      for (int k = 0; k <= 2 * ry; ++k) {
-        if constexpr (kWeighted) acc += wy[k] * hsum[(r + k) * kFTileW + c];
-        else acc += static_cast<Acc>(hsum[(r + k) * kFTileW + c]);
-      }
-      if constexpr (kWeighted) out[x] = round_clamp<T>(acc);
-      else out[x] = static_cast<T>(box_round(acc, box_count));
-    }
-  }
-}
-
 __global__ void round_high_bits_kernel(uint16_t* data, std::ptrdiff_t pitch, int samples, int height, int shift) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y;
@@ -261,8 +192,7 @@ constexpr long long kLargePlaneSamples = 4'000'000;
 // not grow with the radius: on one-channel planes beyond the register path's
 // reach and, before it, from about where they overtake the register kernel
 // (on planes of 4 M samples or more 9 at 8 bits and 7 at 16, else 11); on
-// interleaved pairs from r = 1, ahead of the generic fused kernel and
-// two passes (tuning.json: "blur.running_from_radius").
+// interleaved pairs from r = 1, ahead of two passes (tuning.json: "blur.running_from_radius").
 constexpr int kRunningFromRadius = 11;
 constexpr int kRunningFromRadiusLarge = 9;     // 8-bit samples
 constexpr int kRunningFromRadiusLarge16 = 7;   // 16-bit samples
@@ -297,9 +227,6 @@ bool fits(BlurPath path, const BlurShape& s) {
     case BlurPath::Register:
       return s.one_channel() && (s.weighted ? tiled::gauss_fits(s.rx, s.ry, s.sample_bytes)
                                             : tiled::box_fits(s.rx, s.ry, s.sample_bytes));
-    case BlurPath::Fused:
-      return fused_shared_bytes<In>(s.rx, s.ry, s.channels, s.sample_bytes, s.weighted) <= kMaxShared &&
-             (s.height + kFTileH - 1) / kFTileH <= kMaxGridY;
     case BlurPath::TwoPass: return true;
     case BlurPath::Auto: break;
   }
@@ -350,18 +277,17 @@ constexpr AutoRule kAutoRules[] = {
      }},
     // Other one-channel blurs: register-blocked, up to radius 32 ("blur.auto_box_register").
     {BlurPath::Register, [](const BlurShape&) { return true; }},
-    // Interleaved channels beyond the above: the generic fused kernel up to
-    // ry = 3 ("blur.fused_max_radius"), then the wide passes, then two passes.
-    {BlurPath::Fused, [](const BlurShape& s) { return s.ry <= kFusedMaxRadiusY; }},
+    // Interleaved channels beyond the above: the wide passes, then two passes
+    // (RGB and RGBA planes: "blur.interleaved_rgb").
     {BlurPath::Wide, [](const BlurShape&) { return true; }},
     {BlurPath::TwoPass, [](const BlurShape&) { return true; }},
 };
 
-// Where a forced path that cannot run the plane goes instead.
+// Where a forced path that cannot run the plane goes instead (any other: two passes).
 constexpr std::pair<BlurPath, BlurPath> kFallbacks[] = {
-    {BlurPath::Tensor, BlurPath::Register}, {BlurPath::Running, BlurPath::Register},
-    {BlurPath::Box3, BlurPath::Register},   {BlurPath::Register, BlurPath::Fused},
-    {BlurPath::Wide, BlurPath::TwoPass},    {BlurPath::Fused, BlurPath::TwoPass},
+    {BlurPath::Tensor, BlurPath::Register},
+    {BlurPath::Running, BlurPath::Register},
+    {BlurPath::Box3, BlurPath::Register},
 };
 
 // The path that runs (never Auto): Auto's first rule that applies, or the
@@ -379,20 +305,6 @@ BlurPath choose_path(BlurPath path, const BlurShape& s) {
     path = next == std::end(kFallbacks) ? BlurPath::TwoPass : next->second;
   }
   return path;
-}
-
-// The generic fused kernel from src into out (its launch; the caller checks
-// it).
-template <class T, class In, class Acc, bool kWeighted>
-void launch_fused(Plane<const T> src, Plane<T> out, const BlurTaps& taps, cudaStream_t stream) {
-  const int rx = taps.rx, ry = taps.ry, samples = src.samples_per_row(), height = src.height;
-  const unsigned long long box_count = static_cast<unsigned long long>(2 * rx + 1) * (2 * ry + 1);
-  const float* weights = taps.x;  // both directions, horizontal first (Gaussians)
-  const std::size_t shared = fused_shared_bytes<In>(rx, ry, src.channels, sizeof(T), kWeighted);
-  const unsigned grid_y = (height + kFTileH - 1) / kFTileH;
-  const dim3 grid((samples + kFTileW - 1) / kFTileW, grid_y);
-  fused_blur<T, In, Acc, kWeighted><<<grid, dim3(kFThreadsX, kFThreadsY), shared, stream>>>(
-      src.data, src.pitch, out.data, out.pitch, samples, height, src.channels, weights, rx, ry, box_count);
 }
 
 // Two passes through the scratch plane: horizontal from src into it, then
@@ -451,13 +363,14 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
   using In = std::conditional_t<kWeighted, float, uint32_t>;
   const int samples = src.samples_per_row();
   const int height = src.height;
-  // Tiles read their neighbours' rows, so in place a fused kernel writes to the
-  // scratch plane and the result is copied back (still fewer bytes than two passes).
+  // Tiles read their neighbours' rows, so in place the register, box3, tensor
+  // and running kernels write to the scratch plane and the result is copied
+  // back (still fewer bytes than two passes).
   const bool in_place = src.data == dst.data;
   const Plane<T> out = in_place ? Plane<T>(static_cast<T*>(scratch), src.width, height,
                                            static_cast<std::ptrdiff_t>(scratch_pitch(samples)), src.channels)
                                 : dst;
-  auto finish_fused = [&](const char* kernel) {
+  auto finish_tiled = [&](const char* kernel) {
     STREAMBLUR_CHECK_LAUNCH(kernel, stream);
     if (in_place) copy_plane<T>(Plane<const T>(out), dst, stream);
   };
@@ -476,11 +389,11 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
   const BlurTaps device{rx, ry, weights, kWeighted ? weights + 2 * rx + 1 : nullptr};
   if (kernel == BlurPath::Tensor) {
     if constexpr (kWeighted && sizeof(T) == 1) tensor::gauss(src, out, host, stream);
-    return finish_fused("gauss_tensor");
+    return finish_tiled("gauss_tensor");
   }
   if (kernel == BlurPath::Box3) {
     tiled::box3_blur<T>(src, out, stream);
-    return finish_fused("box3");
+    return finish_tiled("box3");
   }
   if (kernel == BlurPath::Running) {
     if constexpr (!kWeighted) {
@@ -497,11 +410,7 @@ void run_passes(Plane<const T> src, Plane<T> dst, const float* weights, const fl
   if (kernel == BlurPath::Register) {
     if constexpr (kWeighted) tiled::gauss<T>(src, out, host, shift, stream);
     else tiled::box<T>(src, out, host, stream);
-    return finish_fused(kWeighted ? "gauss_tiled" : "box_tiled");
-  }
-  if (kernel == BlurPath::Fused) {
-    launch_fused<T, In, Acc, kWeighted>(src, out, device, stream);
-    return finish_fused("fused_blur");
+    return finish_tiled(kWeighted ? "gauss_tiled" : "box_tiled");
   }
   run_two_passes<T, In, Acc, kWeighted>(src, dst, device, scratch, stream);
 }
@@ -520,7 +429,6 @@ void copy_plane(Plane<const T> src, Plane<T> dst, cudaStream_t stream) {
 const char* path_name(BlurPath path) noexcept {
   switch (path) {
     case BlurPath::Auto: return "auto";
-    case BlurPath::Fused: return "fused";
     case BlurPath::TwoPass: return "two-pass";
     case BlurPath::Register: return "register";
     case BlurPath::Box3: return "box3";

@@ -12,7 +12,7 @@ namespace detail {
 // (kAutoRules: channels, radius and plane size, from measurements on an
 // H200); the others force one, for tests and the benchmark. A forced path
 // that cannot run the plane falls back (tensor, running and box3 to
-// register, register to fused, wide and fused to two passes).
+// register, register and wide to two passes).
 // - Register: register-blocked fused kernels for one-channel planes (radius <= 32).
 // - Box3: the 3x3 box of one-channel planes (rx = ry = 1).
 // - Running: boxes only; running sums whose cost does not grow with the
@@ -23,10 +23,9 @@ namespace detail {
 //   pairs, up to radius 32 either way; both passes as fp16 matrix products on
 //   the tensor cores (fp16 taps summing to 1, fp32 sums, the intermediate
 //   split into two fp16 parts).
-// - Fused, TwoPass: the fallback for everything else (interleaved channels,
-//   radii beyond the others' reach): the generic fused kernel where its tile
-//   fits in shared memory, else two passes through a scratch plane.
-enum class BlurPath : int { Auto, Fused, TwoPass, Register, Box3, Running, Wide, Tensor };
+// - TwoPass: the fallback for everything else (interleaved RGB and RGBA,
+//   radii beyond the others' reach): two passes through a scratch plane.
+enum class BlurPath : int { Auto, TwoPass, Register, Box3, Running, Wide, Tensor };
 static_assert(static_cast<int>(BlurPath::Auto) == 0, "GaussianBlur and BoxBlur start on Auto (path_{})");
 
 // The one door to a blur's private path.
@@ -50,7 +49,7 @@ using detail::BlurPath;
 using detail::path_taken;
 using detail::set_path;
 
-// "auto", "fused", "two-pass", "register", "box3", "running", "wide", "tensor".
+// "auto", "two-pass", "register", "box3", "running", "wide", "tensor".
 const char* path_name(BlurPath path) noexcept;
 
 }  // namespace streamblur::cuda
