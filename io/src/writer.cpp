@@ -133,6 +133,7 @@ struct MediaWriter::Impl {
   int64_t last_pts = AV_NOPTS_VALUE;    // in enc_tb
   int64_t frames = 0;
   bool finished = false;
+  std::function<void(const AVPacket&)> video_packets;  // EncoderOptions::video_packets: no file
   bool image_muxer = false;             // image2 or image2pipe: pictures only, no other streams
   bool single_image = false;            // an image muxer writing one file (no %d pattern): one frame only
   // HDR metadata of the input (stream side data, else the first frame's), for
@@ -150,12 +151,16 @@ struct MediaWriter::Impl {
   }
 
   void open(const InputStreams& input, const AVFrame& first, const EncoderOptions& options);
+  void open_copy(const InputStreams& input, const EncodedVideo& video, const EncoderOptions& options);
+  void check_video_index(const InputStreams& input) const;
+  void add_streams(const InputStreams& input, const AVCodecParameters& video_par);
+  void open_file(const InputStreams& input);
   void open_container(const EncoderOptions& options);
   const AVCodec* choose_encoder(const AVFrame& first, const EncoderOptions& options);
   void take_hdr_metadata(const AVStream& in_vst, const AVFrame& first);
   void open_encoder(const AVCodec* codec, const AVFrame& first, const EncoderOptions& options,
                     const VideoInfo& vinfo);
-  void add_video_stream(const AVStream& ist, const VideoInfo& vinfo);
+  void add_video_stream(const AVStream& ist, const VideoInfo& vinfo, const AVCodecParameters& par);
   bool can_copy_stream(unsigned i, const AVCodecParameters& par);
   void add_copied_stream(unsigned i, const AVStream& ist);
   void copy_chapters(const InputStreams& input);
@@ -355,15 +360,15 @@ void MediaWriter::Impl::open_encoder(const AVCodec* codec, const AVFrame& first,
 // The encoded video stream, with what stays true after a blur: display
 // matrix (pixels are not rotated), HDR mastering display and light level,
 // projection, stereo.
-void MediaWriter::Impl::add_video_stream(const AVStream& ist, const VideoInfo& vinfo) {
+void MediaWriter::Impl::add_video_stream(const AVStream& ist, const VideoInfo& vinfo, const AVCodecParameters& par) {
   const AVOutputFormat* ofmt = oc->oformat;
   AVStream* st = avformat_new_stream(oc.get(), nullptr);
   if (!st) throw std::bad_alloc();
-  AV_CHECK_CTX(avcodec_parameters_from_context(st->codecpar, enc.get()),
+  AV_CHECK_CTX(avcodec_parameters_copy(st->codecpar, &par),
                "cannot set the video stream parameters of " + in_quotes(shown));
-  st->time_base = enc->time_base;
+  st->time_base = enc_tb;
   if (valid_rational(vinfo.frame_rate)) st->avg_frame_rate = vinfo.frame_rate;
-  st->sample_aspect_ratio = enc->sample_aspect_ratio;
+  st->sample_aspect_ratio = par.sample_aspect_ratio;
   st->disposition = ist.disposition;
   copy_stream_metadata(&st->metadata, ist.metadata);
   copy_kept_video_side_data(ist, *st);
@@ -475,30 +480,57 @@ void MediaWriter::Impl::copy_chapters(const InputStreams& input) {
   }
 }
 
-void MediaWriter::Impl::open(const InputStreams& input, const AVFrame& first, const EncoderOptions& options) {
-  const int in_video = input.video_index;
-  const VideoInfo& vinfo = input.video;
-  if (in_video < 0 || static_cast<std::size_t>(in_video) >= input.streams.size())
+void MediaWriter::Impl::check_video_index(const InputStreams& input) const {
+  if (input.video_index < 0 || static_cast<std::size_t>(input.video_index) >= input.streams.size())
     throw std::invalid_argument("the input's video stream is not among its streams, writing " + in_quotes(shown));
+}
+
+void MediaWriter::Impl::open(const InputStreams& input, const AVFrame& first, const EncoderOptions& options) {
+  check_video_index(input);
   open_container(options);
   const AVCodec* codec = choose_encoder(first, options);
-  input_video_tb = vinfo.time_base;
-  take_hdr_metadata(*input.streams[in_video], first);
-  open_encoder(codec, first, options, vinfo);
+  input_video_tb = input.video.time_base;
+  take_hdr_metadata(*input.streams[input.video_index], first);
+  open_encoder(codec, first, options, input.video);
+  AVCodecParametersPtr par(avcodec_parameters_alloc());
+  if (!par) throw std::bad_alloc();
+  AV_CHECK_CTX(avcodec_parameters_from_context(par.get(), enc.get()),
+               "cannot set the video stream parameters of " + in_quotes(shown));
+  add_streams(input, *par);
+  if (!video_packets) open_file(input);
+}
 
-  // Streams, in input order.
+void MediaWriter::Impl::open_copy(const InputStreams& input, const EncodedVideo& video, const EncoderOptions& options) {
+  check_video_index(input);
+  if (!video.par || !valid_rational(video.time_base))
+    throw std::invalid_argument("no encoded video stream to copy, writing " + in_quotes(shown));
+  open_container(options);
+  input_video_tb = input.video.time_base;
+  enc_tb = video.time_base;
+  mastering_display = video.mastering_display;
+  content_light = video.content_light;
+  add_streams(input, *video.par);
+  open_file(input);
+}
+
+// Streams, in input order: the video one with `video_par`, the others copied.
+void MediaWriter::Impl::add_streams(const InputStreams& input, const AVCodecParameters& video_par) {
   const unsigned n = static_cast<unsigned>(input.streams.size());
   stream_map.assign(n, -1);
   input_tbs.resize(n);
   for (unsigned i = 0; i < n; ++i) {
     input_tbs[i] = input.streams[i]->time_base;
-    if (static_cast<int>(i) == in_video) {
-      add_video_stream(*input.streams[i], vinfo);
+    if (static_cast<int>(i) == input.video_index) {
+      add_video_stream(*input.streams[i], input.video, video_par);
       stream_map[i] = video_out_index;
     } else {
       add_copied_stream(i, *input.streams[i]);
     }
   }
+}
+
+// Metadata, chapters, then the file and its header.
+void MediaWriter::Impl::open_file(const InputStreams& input) {
   av_dict_copy(&oc->metadata, input.metadata, 0);
   av_dict_set(&oc->metadata, "encoder", nullptr, 0);
   copy_chapters(input);
@@ -521,6 +553,11 @@ void MediaWriter::Impl::write_encoded_packets() {
     if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return;
     if (rc < 0) throw_av_error(rc, "avcodec_receive_packet", __FILE__, __LINE__, "encoding video for " + in_quotes(shown));
     packet->stream_index = video_out_index;
+    if (video_packets) {  // a span's packets: in enc_tb, no file
+      video_packets(*packet);
+      av_packet_unref(packet.get());
+      continue;
+    }
     av_packet_rescale_ts(packet.get(), enc_tb, st->time_base);
     const int wrc = av_interleaved_write_frame(oc.get(), packet.get());
     av_packet_unref(packet.get());
@@ -548,7 +585,17 @@ MediaWriter::MediaWriter(const std::string& path, const InputStreams& input, con
   impl_->path = path;
   impl_->shown = options.display_name.empty() ? path : options.display_name;
   impl_->note_sink = options.note;
+  impl_->video_packets = options.video_packets;
   impl_->open(input, first_frame, options);
+}
+
+MediaWriter::MediaWriter(const std::string& path, const InputStreams& input, const EncodedVideo& video,
+                         const EncoderOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  impl_->shown = options.display_name.empty() ? path : options.display_name;
+  impl_->note_sink = options.note;
+  impl_->open_copy(input, video, options);
 }
 
 MediaWriter::~MediaWriter() = default;
@@ -556,6 +603,8 @@ MediaWriter::~MediaWriter() = default;
 void MediaWriter::write_video(const AVFrame& frame) {
   Impl& m = *impl_;
   if (m.finished) throw std::logic_error("MediaWriter::write_video after finish() for " + in_quotes(m.shown));
+  if (!m.enc)
+    throw std::logic_error("MediaWriter::write_video on a writer that copies encoded video, for " + in_quotes(m.shown));
   if (m.single_image && m.frames >= 1) {
     // FFmpeg's image2 muxer would overwrite the one file with each frame and
     // report success: several frames collapsed into one picture.
@@ -625,12 +674,46 @@ void MediaWriter::write_passthrough(AVPacket& packet) {
                    "cannot write to " + in_quotes(m.shown) + " (copying input stream " + std::to_string(in_index) + ")");
 }
 
+void MediaWriter::write_video_packet(AVPacket& packet) {
+  Impl& m = *impl_;
+  if (m.finished || m.enc)
+    throw std::logic_error("MediaWriter::write_video_packet after finish() or on an encoding writer, for " +
+                           in_quotes(m.shown));
+  av_packet_rescale_ts(&packet, m.enc_tb, m.oc->streams[m.video_out_index]->time_base);
+  packet.stream_index = m.video_out_index;
+  packet.pos = -1;
+  const int rc = av_interleaved_write_frame(m.oc.get(), &packet);
+  av_packet_unref(&packet);
+  if (rc < 0)
+    throw_av_error(rc, "av_interleaved_write_frame", __FILE__, __LINE__, "cannot write to " + in_quotes(m.shown));
+  ++m.frames;
+}
+
+EncodedVideo MediaWriter::encoded_video() const {
+  const Impl& m = *impl_;
+  EncodedVideo v;
+  v.par.reset(avcodec_parameters_alloc());
+  if (!v.par) throw std::bad_alloc();
+  if (m.enc)
+    AV_CHECK_CTX(avcodec_parameters_from_context(v.par.get(), m.enc.get()), "cannot read the encoder of " + in_quotes(m.shown));
+  else
+    AV_CHECK_CTX(avcodec_parameters_copy(v.par.get(), m.oc->streams[m.video_out_index]->codecpar),
+                 "cannot read the video stream of " + in_quotes(m.shown));
+  v.time_base = m.enc_tb;
+  v.mastering_display = m.mastering_display;
+  v.content_light = m.content_light;
+  return v;
+}
+
 void MediaWriter::finish() {
   Impl& m = *impl_;
   if (m.finished) return;
   m.finished = true;  // even when something below throws: no second trailer attempt
-  m.send_frame(nullptr);
-  m.write_encoded_packets();
+  if (m.enc) {
+    m.send_frame(nullptr);
+    m.write_encoded_packets();
+  }
+  if (m.video_packets) return;  // nothing was written to a file
   AV_CHECK_CTX(av_write_trailer(m.oc.get()), "cannot write the trailer of " + in_quotes(m.shown));
   if (m.oc->pb && !(m.oc->oformat->flags & AVFMT_NOFILE))
     AV_CHECK_CTX(avio_closep(&m.oc->pb), "cannot close " + in_quotes(m.shown));

@@ -1,10 +1,12 @@
 #pragma once
 // Encode + mux. The container comes from the output's extension (or format_name);
 // every non-video stream of the input is stream-copied packet for packet.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "streamblur/io/av_ptr.hpp"
 #include "streamblur/io/reader.hpp"
@@ -22,6 +24,22 @@ struct EncoderOptions {
   std::string display_name;                // the name messages give the output (e.g. the final name
                                            // while a temporary file is written); empty: the path
   std::function<void(const std::string&)> note;  // notes (conversions, skipped streams); empty: stderr
+  // When set, the encoded video packets go here instead of into a file (the
+  // spans of a segmented run): nothing is written to the path, whose
+  // container only decides how the encoder runs (global headers). Packet
+  // timestamps are in MediaWriter::encoded_video().time_base; the callback
+  // may keep the packet's data (av_packet_ref) and must not free it.
+  std::function<void(const AVPacket&)> video_packets;
+};
+
+// What an encoder made of a video stream, for a writer that copies its
+// packets (the join of a segmented run's spans): its parameters (extradata
+// among them), its time base and the HDR metadata its stream carries.
+struct EncodedVideo {
+  AVCodecParametersPtr par;
+  AVRational time_base{0, 1};
+  std::vector<uint8_t> mastering_display;  // an AVMasteringDisplayMetadata, or empty
+  std::vector<uint8_t> content_light;      // an AVContentLightMetadata, or empty
 };
 
 // Encodes filtered frames and muxes them with the input's other streams.
@@ -38,6 +56,11 @@ class MediaWriter {
   // Throws AVError naming what failed (unknown encoder, unwritable path, ...).
   MediaWriter(const std::string& path, const InputStreams& input, const AVFrame& first_frame,
               const EncoderOptions& options);
+  // The same output with no encoder: the video stream is `video`, its
+  // packets given to write_video_packet (the join of a segmented run), the
+  // other streams, metadata and chapters as above. options.codec is unused.
+  MediaWriter(const std::string& path, const InputStreams& input, const EncodedVideo& video,
+              const EncoderOptions& options);
   ~MediaWriter();  // closes the file if finish() was not called (no trailer)
   MediaWriter(const MediaWriter&) = delete;
   MediaWriter& operator=(const MediaWriter&) = delete;
@@ -46,8 +69,13 @@ class MediaWriter {
   void write_video(const AVFrame& frame);
   // packet->stream_index is the INPUT stream index; packets of skipped streams are dropped.
   void write_passthrough(AVPacket& packet);
+  // An encoded video packet (the second constructor), its timestamps in the
+  // EncodedVideo's time base. Takes the packet's reference.
+  void write_video_packet(AVPacket& packet);
   // Flushes the encoder and writes the trailer.
   void finish();
+  // What the encoder makes of the video stream (see EncodedVideo).
+  EncodedVideo encoded_video() const;
 
   // Video frames written so far (write_video calls that returned).
   int64_t frames_written() const noexcept;

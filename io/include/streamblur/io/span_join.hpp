@@ -1,0 +1,57 @@
+#pragma once
+// The join of a segmented run (PipelineOptions::segments): each span's
+// encoded video packets are spooled as its encoder makes them, and the
+// spools, one after another, become the output's video stream beside the
+// input's other streams, copied once over the whole input.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "streamblur/io/av_ptr.hpp"
+#include "streamblur/io/reader.hpp"
+#include "streamblur/io/writer.hpp"
+
+namespace streamblur::io {
+
+// Encoded packets in an unnamed temporary file (O_TMPFILE) in a given
+// folder, or, where that folder's filesystem has none, in the system's
+// (tmpfile): nothing of it outlives the process, however it ends. Each
+// packet keeps its data, timestamps, duration and flags (not its side data).
+class PacketSpool {
+ public:
+  explicit PacketSpool(const std::string& folder);
+  ~PacketSpool();
+  PacketSpool(const PacketSpool&) = delete;
+  PacketSpool& operator=(const PacketSpool&) = delete;
+
+  // Appends `packet` (from one thread at a time). Throws std::runtime_error
+  // when the spool cannot be written (a full disk).
+  void append(const AVPacket& packet);
+  // The packets in the order appended, from the first: false after the last.
+  bool next(AVPacket& packet);
+  int64_t packets() const noexcept { return count_; }
+
+ private:
+  std::FILE* file_ = nullptr;
+  int64_t count_ = 0;
+  bool reading_ = false;
+};
+
+// What join_spans wrote.
+struct SpanJoinStats {
+  int64_t video_packets = 0;
+  int64_t copied_packets = 0;  // of the input's other streams
+};
+
+// Writes `url` (path: the name in messages, EncoderOptions::display_name):
+// the video stream `video` with the spools' packets in order, every other
+// stream of `streams` (the input's, from a MediaReader of `input` without a
+// span) copied from `input`, packets interleaved by decode time. Throws
+// std::runtime_error when a span's packets do not follow the one before
+// (decode times going back), AVError for a read or write failure.
+SpanJoinStats join_spans(const std::string& input, const InputStreams& streams, const EncodedVideo& video,
+                         const std::vector<PacketSpool*>& spools, const std::string& url,
+                         const EncoderOptions& options);
+
+}  // namespace streamblur::io

@@ -1,0 +1,147 @@
+#include "streamblur/io/span_join.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+extern "C" {
+#include <libavformat/avformat.h>
+#include <libavutil/mathematics.h>
+}
+
+#include "open_input.hpp"
+#include "streamblur/io/av_error.hpp"
+
+namespace streamblur::io {
+namespace {
+
+// What a spooled packet keeps besides its data.
+struct SpooledHeader {
+  int64_t pts, dts, duration;
+  int32_t flags, size;
+};
+
+std::FILE* unnamed_file(const std::string& folder) {
+#ifdef O_TMPFILE
+  const int fd = ::open(folder.empty() ? "." : folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    if (std::FILE* f = ::fdopen(fd, "w+b")) return f;
+    ::close(fd);
+  }
+#endif
+  return std::tmpfile();
+}
+
+}  // namespace
+
+PacketSpool::PacketSpool(const std::string& folder) : file_(unnamed_file(folder)) {
+  if (!file_)
+    throw std::runtime_error("cannot make a temporary file for a span's packets: " + std::string(std::strerror(errno)));
+}
+
+PacketSpool::~PacketSpool() {
+  if (file_) std::fclose(file_);
+}
+
+void PacketSpool::append(const AVPacket& p) {
+  if (reading_) throw std::logic_error("PacketSpool::append after next()");
+  const SpooledHeader h{p.pts, p.dts, p.duration, p.flags, p.size};
+  if (std::fwrite(&h, sizeof h, 1, file_) != 1 ||
+      (p.size > 0 && std::fwrite(p.data, static_cast<std::size_t>(p.size), 1, file_) != 1))
+    throw std::runtime_error("cannot write a span's packets to its temporary file: " + std::string(std::strerror(errno)));
+  ++count_;
+}
+
+bool PacketSpool::next(AVPacket& p) {
+  if (!reading_) {
+    reading_ = true;
+    if (std::fflush(file_) != 0 || std::fseek(file_, 0, SEEK_SET) != 0)
+      throw std::runtime_error("cannot read back a span's packets: " + std::string(std::strerror(errno)));
+  }
+  SpooledHeader h{};
+  if (std::fread(&h, sizeof h, 1, file_) != 1) return false;
+  av_packet_unref(&p);
+  if (h.size < 0 || av_new_packet(&p, h.size) < 0)
+    throw std::runtime_error("a span's spooled packet cannot be read back");
+  if (h.size > 0 && std::fread(p.data, static_cast<std::size_t>(h.size), 1, file_) != 1)
+    throw std::runtime_error("a span's temporary file ends inside a packet");
+  p.pts = h.pts;
+  p.dts = h.dts;
+  p.duration = h.duration;
+  p.flags = h.flags;
+  return true;
+}
+
+namespace {
+
+// The input's packets of every stream but the video one, in file order.
+class OtherStreams {
+ public:
+  OtherStreams(const std::string& input, int video_index) : fmt_(open_input_format(input)), video_(video_index) {}
+  // The next such packet, or null at the end.
+  AVPacket* next() {
+    for (;;) {
+      av_packet_unref(packet_.get());
+      const int rc = av_read_frame(fmt_.get(), packet_.get());
+      if (rc == AVERROR_EOF) return nullptr;
+      if (rc < 0) throw AVError("cannot read '" + std::string(fmt_->url) + "' for its other streams", rc);
+      if (packet_->stream_index != video_) return packet_.get();
+    }
+  }
+  AVRational time_base(const AVPacket& p) const { return fmt_->streams[p.stream_index]->time_base; }
+
+ private:
+  AVInputFormatContextPtr fmt_;
+  int video_;
+  AVPacketPtr packet_ = make_packet();
+};
+
+int64_t decode_time(const AVPacket& p) { return p.dts != AV_NOPTS_VALUE ? p.dts : p.pts; }
+
+}  // namespace
+
+SpanJoinStats join_spans(const std::string& input, const InputStreams& streams, const EncodedVideo& video,
+                         const std::vector<PacketSpool*>& spools, const std::string& url,
+                         const EncoderOptions& options) {
+  MediaWriter writer(url, streams, video, options);
+  OtherStreams other(input, streams.video_index);
+  SpanJoinStats stats;
+  AVPacketPtr v = make_packet();
+  std::size_t span = 0;
+  int64_t last_dts = AV_NOPTS_VALUE;
+  // The next video packet in the spools' order, or false after the last.
+  auto next_video = [&]() {
+    for (; span < spools.size(); ++span)
+      if (spools[span]->next(*v)) return true;
+    return false;
+  };
+  bool have_video = next_video();
+  AVPacket* o = other.next();
+  while (have_video || o) {
+    const bool video_first =
+        have_video && (!o || decode_time(*o) == AV_NOPTS_VALUE ||
+                       av_compare_ts(decode_time(*v), video.time_base, decode_time(*o), other.time_base(*o)) <= 0);
+    if (!video_first) {
+      writer.write_passthrough(*o);
+      ++stats.copied_packets;
+      o = other.next();
+      continue;
+    }
+    const int64_t t = decode_time(*v);
+    if (t != AV_NOPTS_VALUE && last_dts != AV_NOPTS_VALUE && t <= last_dts)
+      throw std::runtime_error("span " + std::to_string(span + 1) + "'s video packets do not follow span " +
+                               std::to_string(span) + "'s (decode time " + std::to_string(t) + " after " +
+                               std::to_string(last_dts) + ")");
+    if (t != AV_NOPTS_VALUE) last_dts = t;
+    writer.write_video_packet(*v);
+    ++stats.video_packets;
+    have_video = next_video();
+  }
+  writer.finish();
+  return stats;
+}
+
+}  // namespace streamblur::io
