@@ -68,6 +68,9 @@ void add_common_options(CLI::App& app, CommonOptions& c) {
       ->check(CLI::IsMember({"auto", "nvdec", "none"}));
   app.add_option("--inflight", c.inflight, "frames in flight (slots of pinned + device memory)")->check(CLI::Range(1, 64));
   app.add_option("--threads", c.threads, "decoder threads (0 = automatic)")->check(CLI::Range(0, 256));
+  app.add_option("--segments", c.segments,
+                 "cut the input at keyframes into N spans, run them at once and join them (default 1)")
+      ->check(CLI::Range(1, 64));
   add_trim_options(app, c);
   app.add_flag("-y,--overwrite", c.overwrite, "overwrite outputs that exist");
   app.add_flag("-n,--no-overwrite", c.never_overwrite,
@@ -150,6 +153,7 @@ std::optional<std::string> fill_pipeline_options(const CommonOptions& c, Pipelin
                                      : BackendChoice::Auto;
   opt.hwdec = parse_hwdec(c.hwdec);
   opt.inflight = c.inflight;
+  opt.segments = c.segments;
   opt.decoder_threads = c.threads;
   opt.overwrite = c.overwrite;
   opt.realtime = c.realtime;

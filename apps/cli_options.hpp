@@ -22,7 +22,7 @@ struct CommonOptions {
   std::string vf, codec, preset, backend = "auto", hwdec = "auto", format, loglevel, progress_url;
   std::optional<std::string> start, duration, frames;  // -ss, -t, -frames:v as typed
   std::vector<std::string> encoder_opts;
-  int crf = -1, inflight = 4, threads = 0;
+  int crf = -1, inflight = 4, threads = 0, segments = 1;
   bool overwrite = false, never_overwrite = false, quiet = false, verbose = false, realtime = false;
   bool strict_regions = false, no_stats = false;
   LogLevel level = LogLevel::Info;  // from loglevel, -q and -v (resolve_log_level)

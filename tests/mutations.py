@@ -255,6 +255,10 @@ MUTATIONS = [
     # ---- segments
     M("span-frames-numbered-from-0", "index", "pipeline/src/pipeline.cpp",
       "  c.index = first_index() + seq;\n", "  c.index = seq;\n"),
+    M("span-join-drops-other-streams", "streams", "io/src/span_join.cpp",
+      "      writer.write_passthrough(*o);\n", "      // mutation: not copied\n"),
+    M("span-spool-loses-pts", "pts", "io/src/span_join.cpp",
+      "  p.pts = h.pts;\n", "  p.pts = h.dts;\n"),
     # ---- the Python module
     M("out-channel-axis-ignored", "shape", "python/src/arrays.cpp",
       "if (src.ndim != dst.ndim || src.width", "if (src.width", python=True),

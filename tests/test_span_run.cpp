@@ -93,17 +93,19 @@ struct SpanCase {
   const char* codec;
   const char* options;
 };
+// A keyframe every 10 frames (ffv1 in mkv), B-frames across GOPs (mpeg4 in
+// MPEG-TS), open GOPs whose leading pictures refer back (x264 in mp4).
+const SpanCase kSpanCases[] = {
+    {"g10.mkv", "ffv1", "g=10"},
+    {"bframes.ts", "mpeg4", "g=12:bf=2"},
+    {"open.mp4", "libx264",
+     "x264-params=keyint=12\\:min-keyint=12\\:scenecut=0\\:bframes=3\\:b-adapt=0\\:open-gop=1"},
+};
 
 TEST(SpanRun, SpansRunOnTheirOwnGiveTheWholeRunsFramesNumberedGlobally) {
   sbtest::TempDir dir;
   const std::string chain = "boxblur=radius=2:regions=" + write_regions(dir) + ",gblur=sigma=1.5";
-  const SpanCase cases[] = {
-      {"g10.mkv", "ffv1", "g=10"},
-      {"bframes.ts", "mpeg4", "g=12:bf=2"},
-      {"open.mp4", "libx264",
-       "x264-params=keyint=12\\:min-keyint=12\\:scenecut=0\\:bframes=3\\:b-adapt=0\\:open-gop=1"},
-  };
-  for (const SpanCase& c : cases) {
+  for (const SpanCase& c : kSpanCases) {
     SCOPED_TRACE(c.name);
     const std::string path = write_clip(dir, c.name, c.codec, c.options);
     Sunk whole, joined;
@@ -175,4 +177,130 @@ TEST(SpanRun, ASpanPastTheEndSaysWhichPtsItAskedFor) {
   EXPECT_TRUE(contains(e, "no video frames") && contains(e, "pts from 1000000")) << e;
 }
 
+
+
+// ---- The segmented run (PipelineOptions::segments)
+
+namespace segments {
+
+// Every packet of the output's audio stream: data and pts.
+std::vector<std::pair<int64_t, std::string>> audio_packets(const std::string& path) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  AVFormatContext* fmt = nullptr;
+  if (avformat_open_input(&fmt, path.c_str(), nullptr, nullptr) < 0) return out;
+  avformat_find_stream_info(fmt, nullptr);
+  AVPacket* p = av_packet_alloc();
+  while (av_read_frame(fmt, p) >= 0) {
+    if (fmt->streams[p->stream_index]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO)
+      out.emplace_back(p->pts, std::string(reinterpret_cast<const char*>(p->data), static_cast<std::size_t>(p->size)));
+    av_packet_unref(p);
+  }
+  av_packet_free(&p);
+  avformat_close_input(&fmt);
+  return out;
+}
+
+PipelineOptions transcode(const std::string& in, const std::string& out, int segments, std::vector<std::string>* notes) {
+  PipelineOptions o;
+  o.input = in;
+  o.output = out;
+  o.filters = "gblur=sigma=1.5,boxblur=radius=2";
+  o.backend = BackendChoice::Cpu;
+  o.encoder.codec = "ffv1";
+  o.segments = segments;
+  o.note = [notes](const std::string& s) {
+    if (notes) notes->push_back(s);
+  };
+  return o;
+}
+
+std::size_t files_in(const std::string& dir) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
+  return n;
+}
+
+// Bit-identical frames, the same pts and the same audio packets as the
+// sequential run, from mkv, mp4 and MPEG-TS inputs (ffv1 out, so every
+// decoded frame can be compared).
+TEST(SegmentedRun, LosslessOutputIsTheSequentialRunsFrameForFrame) {
+  sbtest::TempDir dir;
+  for (const SpanCase& c : kSpanCases) {
+    SCOPED_TRACE(c.name);
+    const std::string in = write_clip(dir, c.name, c.codec, c.options, /*audio=*/std::string(c.name) != "open.mp4");
+    const std::string one = dir.file(std::string("one-") + c.name + ".mkv"), three = dir.file(std::string("three-") + c.name + ".mkv");
+    run_pipeline(transcode(in, one, 1, nullptr));
+    std::vector<std::string> notes;
+    const RunStats st = run_pipeline(transcode(in, three, 3, &notes));
+    EXPECT_EQ(st.segments, 3);
+    EXPECT_EQ(st.frames, 50);
+    for (const std::string& n : notes) EXPECT_FALSE(contains(n, "segments:")) << n;  // no fallback
+    const sbtest::ReadFrames a = sbtest::read_frames(one), b = sbtest::read_frames(three);
+    EXPECT_EQ(a.pts.size(), 50u);
+    EXPECT_EQ(b.pts, a.pts);
+    ASSERT_EQ(b.bytes.size(), a.bytes.size());
+    for (std::size_t i = 0; i < a.bytes.size(); ++i) EXPECT_TRUE(b.bytes[i] == a.bytes[i]) << "frame " << i;
+    EXPECT_EQ(audio_packets(three), audio_packets(one));
+  }
+}
+
+// libx264 spans (each its own IDR) joined into an mp4: the sequential run's
+// frame count and pts; decode times never go back across a border.
+TEST(SegmentedRun, X264SpansJoinWithTheSequentialTimestamps) {
+  sbtest::TempDir dir;
+  const std::string in = write_clip(dir, "in.mkv", "libx264", "x264-params=keyint=10\\:min-keyint=10\\:scenecut=0",
+                                    /*audio=*/true);
+  PipelineOptions one = transcode(in, dir.file("one.mp4"), 1, nullptr), four = transcode(in, dir.file("four.mp4"), 4, nullptr);
+  for (PipelineOptions* o : {&one, &four}) {
+    o->encoder.codec = "libx264";
+    o->encoder.preset = "ultrafast";
+    o->encoder.options["bf"] = "2";
+  }
+  run_pipeline(one);
+  EXPECT_EQ(run_pipeline(four).segments, 4);
+  const sbtest::ReadFrames a = sbtest::read_frames(one.output), b = sbtest::read_frames(four.output);
+  EXPECT_EQ(a.pts.size(), 50u);
+  EXPECT_EQ(b.pts, a.pts);
+  EXPECT_EQ(audio_packets(four.output).size(), audio_packets(one.output).size());
+}
+
+// A clip of one GOP cannot be cut: one segment, with a note, and the same output.
+TEST(SegmentedRun, OneGopFallsBackToOneSegmentWithANote) {
+  sbtest::TempDir dir;
+  const std::string in = write_clip(dir, "gop.mkv", "ffv1", "g=1000");
+  std::vector<std::string> notes;
+  const RunStats st = run_pipeline(transcode(in, dir.file("out.mkv"), 4, &notes));
+  EXPECT_EQ(st.segments, 1);
+  EXPECT_EQ(st.frames, 50);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_TRUE(contains(notes.front(), "segments: one segment")) << notes.front();
+}
+
+// A span that fails fails the run with its error, and nothing is left.
+TEST(SegmentedRun, AFailingSpanFailsTheRunAndLeavesNothing) {
+  sbtest::TempDir dir;
+  const std::string in = write_clip(dir, "in.mkv", "ffv1", "g=10");
+  PipelineOptions o = transcode(in, dir.file("out.mkv"), 3, nullptr);
+  o.encoder.options["no_such_option"] = "1";
+  const std::string e = error_of([&] { run_pipeline(o); });
+  EXPECT_TRUE(contains(e, "no_such_option")) << e;
+  EXPECT_EQ(files_in(dir.path()), 1u);  // the input alone
+}
+
+TEST(SegmentedRun, WhatSegmentsDoNotGoWithIsRefusedFirst) {
+  sbtest::TempDir dir;
+  const std::string in = write_clip(dir, "in.mkv", "ffv1", "g=10");
+  PipelineOptions o = transcode(in, dir.file("out.mkv"), 3, nullptr);
+  o.max_frames = 10;
+  EXPECT_TRUE(contains(error_of([&] { run_pipeline(o); }), "segments do not go with a start time, duration or frame count"));
+  o.max_frames.reset();
+  o.segments = 0;
+  EXPECT_TRUE(contains(error_of([&] { run_pipeline(o); }), "segments must be between 1 and 64"));
+  o.segments = 3;
+  o.filters = "gblur=regions=" + write_regions(dir);
+  EXPECT_TRUE(contains(error_of([&] { run_pipeline(o); }), "segments do not go with regions files"));
+  EXPECT_FALSE(std::filesystem::exists(o.output));
+}
+
+}  // namespace segments
 }  // namespace

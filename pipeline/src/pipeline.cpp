@@ -32,6 +32,7 @@ extern "C" {
 #include "streamblur/io/stream_metadata.hpp"
 #include "device_session.hpp"
 #include "frame_route.hpp"
+#include "segments.hpp"
 #include "streamblur/config.hpp"
 #include "streamblur/io/output_file.hpp"
 #include "streamblur/pipeline/detail/span_run.hpp"
@@ -140,6 +141,7 @@ class Pipeline {
   const detail::PipelineTestHooks& hooks_;
   const detail::SpanRun* span_run_;  // one span of a segmented run, or null (the whole input)
   int64_t first_index() const { return span_run_ ? span_run_->first_index : 0; }
+  bool spooled() const { return span_run_ && span_run_->video_packets; }  // no output file
   Notes note_;
   std::vector<FilterInstanceSpec> chain_spec_;
   std::set<const RegionSpec*> regions_reported_;  // said already: not again at the end
@@ -418,6 +420,7 @@ void Pipeline::prepare_output() {
   enc_ = opt_.encoder;
   enc_.display_name = opt_.output;  // messages name the output, not its temporary file
   if (!enc_.note) enc_.note = [this](const std::string& s) { note_(s); };
+  if (spooled()) enc_.video_packets = span_run_->video_packets;
   if (null_sink_ || !enc_.format_name.empty()) return;
   const AVOutputFormat* of = av_guess_format(nullptr, opt_.output.c_str(), nullptr);
   if (!of) throw std::runtime_error("cannot tell the container of output '" + opt_.output + "' from its extension");
@@ -536,8 +539,8 @@ FrameSlot* Pipeline::sink(FrameSlot* s) {
     opt_.frame_sink(v);
   } else if (!null_sink_) {
     if (!writer_)
-      writer_ = std::make_unique<io::MediaWriter>(out_->url(), span_run_ ? video_only(reader_->streams()) : reader_->streams(),
-                                                  f, enc_);
+      writer_ = std::make_unique<io::MediaWriter>(spooled() ? opt_.output : out_->url(),
+                                                  span_run_ ? video_only(reader_->streams()) : reader_->streams(), f, enc_);
     if (!span_run_)
       for (auto& pkt : s->passthrough) writer_->write_passthrough(*pkt);
     writer_->write_video(f);
@@ -587,7 +590,7 @@ RunStats Pipeline::run() {
   null_sink_ = opt_.output.empty();
   // The output's temporary exists before any work, so an unwritable path
   // fails at once; it is removed on every way out but success.
-  if (!null_sink_) out_.emplace(opt_.output, "output", io::OutputRules{opt_.overwrite, {opt_.input}, [this](const std::string& s) { note_(s); }});
+  if (!null_sink_ && !spooled()) out_.emplace(opt_.output, "output", io::OutputRules{opt_.overwrite, {opt_.input}, [this](const std::string& s) { note_(s); }});
   // The CUDA context starts on its own thread while the input and decoder open.
   if (cuda_may_be_needed()) session_.start(opt_.device);
   open_input();
@@ -640,8 +643,9 @@ RunStats Pipeline::run() {
     if (!span_run_)
       for (auto& pkt : reader_->take_remaining_passthrough()) writer_->write_passthrough(*pkt);
     writer_->finish();
+    if (span_run_ && span_run_->encoded) *span_run_->encoded = writer_->encoded_video();
     writer_.reset();
-    out_->commit(frames_out_);
+    if (out_) out_->commit(frames_out_);
   }
   stats_.finish_s = seconds(Clock::now() - t_finish);
   RunStats st = collect_stats();
@@ -680,7 +684,10 @@ RunStats Pipeline::collect_stats() {
 
 }  // namespace
 
-RunStats run_pipeline(const PipelineOptions& options) { return detail::run_pipeline_with_hooks(options, {}); }
+RunStats run_pipeline(const PipelineOptions& options) {
+  if (options.segments != 1) return detail::run_segmented(options);
+  return detail::run_pipeline_with_hooks(options, {});
+}
 
 RunStats detail::run_pipeline_with_hooks(const PipelineOptions& options, const PipelineTestHooks& hooks) {
   Pipeline p(options, hooks);

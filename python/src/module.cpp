@@ -104,7 +104,7 @@ void bind_image_calls(nb::module_& m) {
 void bind_video_calls(nb::module_& m) {
   m.def("process_video", &process_video, "src"_a, "dst"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a, "backend"_a,
         "hwdec"_a, "device"_a, "overwrite"_a, "inflight"_a, "progress"_a.none(), "start"_a.none(),
-        "duration"_a.none(), "frames"_a.none(), "strict_regions"_a);
+        "duration"_a.none(), "frames"_a.none(), "strict_regions"_a, "segments"_a);
   m.def("parse_time", &parse_time, "text"_a,
         "Seconds from ffmpeg's time syntax (12.5, 1500ms, [HH:]MM:SS[.m]); ValueError otherwise.");
   m.def("process_videos", &process_videos, "inputs"_a, "outputs"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a,

@@ -161,8 +161,10 @@ PipelineOptions base_options(const std::string& vf, const std::string& backend, 
 nb::dict process_video(const std::string& src, const std::string& dst, const std::string& vf, const std::string& codec,
                        int crf, const std::string& preset, const std::string& backend, const std::string& hwdec,
                        int device, bool overwrite, int inflight, nb::object progress, std::optional<double> start,
-                       std::optional<double> duration, std::optional<int64_t> frames, bool strict_regions) {
+                       std::optional<double> duration, std::optional<int64_t> frames, bool strict_regions,
+                       int segments) {
   PipelineOptions o = base_options(vf, backend, hwdec, device, inflight);
+  o.segments = segments;  // checked by run_pipeline (std::invalid_argument: ValueError)
   o.input = src;
   o.output = dst;
   o.strict_regions = strict_regions;  // a regions file that cannot match the video: ValueError, not a warning

@@ -58,7 +58,8 @@ bool wait_or_signal(std::mutex& mutex, std::condition_variable& cv, Ready ready)
 nb::dict process_video(const std::string& src, const std::string& dst, const std::string& vf, const std::string& codec,
                        int crf, const std::string& preset, const std::string& backend, const std::string& hwdec,
                        int device, bool overwrite, int inflight, nb::object progress, std::optional<double> start,
-                       std::optional<double> duration, std::optional<int64_t> frames, bool strict_regions);
+                       std::optional<double> duration, std::optional<int64_t> frames, bool strict_regions,
+                       int segments);
 
 nb::list process_videos(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
                         const std::string& vf, const std::string& codec, int crf, const std::string& preset,

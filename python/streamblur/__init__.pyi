@@ -97,6 +97,7 @@ def process_video(
     duration: _Time = None,
     frames: int | None = None,
     strict_regions: bool = False,
+    segments: int = 1,
 ) -> dict[str, Any]: ...
 def process_videos(
     inputs: Iterable[_Path],

@@ -59,7 +59,7 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
                   crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
                   hwdec: str = "auto", device: int = 0, overwrite: bool = False, inflight: int = 4,
                   progress: Optional[Callable[[dict], Any]] = None, start: Any = None, duration: Any = None,
-                  frames: Optional[int] = None, strict_regions: bool = False) -> dict:
+                  frames: Optional[int] = None, strict_regions: bool = False, segments: int = 1) -> dict:
     """Runs the streaming pipeline: decode ``src``, apply filter chain ``vf``, encode ``dst``.
 
     Audio and other streams are copied; timestamps and colour metadata pass
@@ -94,14 +94,12 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
     hwdec : {'auto', 'nvdec', 'none'}, optional
         ``'auto'`` decodes with NVDEC (frames stay in device memory) when the
         CUDA backend runs and NVDEC takes the codec, else on the CPU;
-        ``'nvdec'`` insists (an error where it cannot); ``'none'`` always
-        decodes on the CPU.
+        ``'nvdec'`` insists (an error where it cannot); ``'none'``: the CPU.
     device : int, optional
         The CUDA device index to run on (default 0).
     overwrite : bool, optional
         False (the default, as the CLI without -y) refuses an existing ``dst``
-        before anything runs; True replaces it, only once the new output is
-        complete.
+        before anything runs; True replaces it once the new one is complete.
     inflight : int, optional
         Frames in flight in the pipeline, 1 .. 64 (default 4); bounds memory.
     progress : callable or None, optional
@@ -117,8 +115,10 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
         At most this many frames, as the CLI's --frames.
     strict_regions : bool, optional
         A regions file in ``vf`` that cannot match the video (docs/regions.md)
-        is a warning on stderr by default; True makes it a ValueError, and no
-        ``dst`` is written.
+        is a warning on stderr by default; True: a ValueError, no ``dst``.
+    segments : int, optional
+        As the CLI's --segments (docs/cli.md#segments): 1 .. 64 spans cut at
+        keyframes, run at once and joined; not yet with trimming or regions.
 
     Returns
     -------
@@ -151,9 +151,10 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
     start = _time_seconds(start, "start")
     duration = _time_seconds(duration, "duration")
     frames = None if frames is None else _integer(frames, "frames", 1, INT64_MAX)
+    segments = _integer(segments, "segments", 1, 64)
     _check_input_exists(src, "process_video")
     return _ext.process_video(src, dst, vf, codec, crf, preset, backend, hwdec, device, bool(overwrite),
-                              int(inflight), progress, start, duration, frames, bool(strict_regions))
+                              int(inflight), progress, start, duration, frames, bool(strict_regions), segments)
 
 
 @_public

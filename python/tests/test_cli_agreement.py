@@ -148,3 +148,28 @@ def test_python_dash_m_is_the_command_line(clip, tmp_path):
     usage = subprocess.run([sys.executable, "-m", "streamblur", "--help"], capture_output=True, text=True,
                            timeout=120, check=False)
     assert usage.returncode == 0 and "--vf" in usage.stdout
+
+
+def test_process_video_segments_give_the_plain_runs_frames(tmp_path):
+    src = tmp_path / "long.mkv"
+    write_test_clip(src, width=33, height=25, frames=40)  # ffv1: a keyframe every 12 frames
+    one, three = tmp_path / "one.mkv", tmp_path / "three.mkv"
+    streamblur.process_video(src, one, "gblur=sigma=1.5", codec="ffv1", backend="cpu")
+    stats = streamblur.process_video(src, three, "gblur=sigma=1.5", codec="ffv1", backend="cpu", segments=3)
+    assert stats["segments"] == 3 and stats["frames"] == 40
+    assert stats["scan_s"] >= 0 and stats["join_s"] >= 0
+    got, want = planes_of(three), planes_of(one)
+    assert len(got) == len(want) == 40
+    for i, (g, w) in enumerate(zip(got, want)):
+        for a, b in zip(g, w):
+            assert np.array_equal(a, b), f"frame {i}"
+
+
+def test_process_video_segments_refuse_what_they_do_not_go_with(tmp_path):
+    src = tmp_path / "in.mkv"
+    write_test_clip(src, width=33, height=25, frames=12)
+    with pytest.raises(ValueError, match="segments must be between 1 and 64"):
+        streamblur.process_video(src, tmp_path / "o.mkv", segments=0)
+    with pytest.raises(ValueError, match="segments do not go with a start time"):
+        streamblur.process_video(src, tmp_path / "o.mkv", codec="ffv1", frames=5, segments=2)
+    assert not (tmp_path / "o.mkv").exists()

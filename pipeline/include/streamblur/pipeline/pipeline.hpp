@@ -104,6 +104,11 @@ struct RunStats {
   // is read (input, decoder, CUDA context, slots), until the first frame reaches
   // the sink (encoder opening included), and flushing the encoder at the end.
   double setup_s = 0, first_frame_s = 0, finish_s = 0;
+  // A segmented run (PipelineOptions::segments): the spans it ran (1 for
+  // a plain run), the keyframe scan before them and the join after them;
+  // the counts and stage times above are the spans' added up.
+  int segments = 1;
+  double scan_s = 0, join_s = 0;
 };
 
 // Everything one run_pipeline call does: input, output, filters, backend, hooks.
@@ -149,6 +154,15 @@ struct PipelineOptions {
   // every box outside the picture) is reported through `note` as a warning
   // with the numbers; strict_regions makes it an error instead.
   bool strict_regions = false;
+  // Cut the input at keyframes into this many spans (1 to 64), run them at
+  // once, each through its own decoder, filters and encoder with these
+  // settings, and join the encoded spans into the output with the input's
+  // other streams copied once. Fewer spans, with a note, where the input has
+  // too few keyframes; one, with a note, where the spans' frame counts or
+  // encoder headers do not agree with the plan. Not yet with trimming, a
+  // frame sink, realtime reading or regions files (std::invalid_argument).
+  // A stop (Ctrl-C) fails the run and writes no output.
+  int segments = 1;
 };
 
 // Parses "auto", "nvdec" (also "cuda"), "none" (also "cpu"); throws

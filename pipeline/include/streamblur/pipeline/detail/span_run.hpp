@@ -5,8 +5,10 @@
 // them. A detail header: in the source tree only, never installed, not part
 // of the API; the segmented run is built on it.
 #include <cstdint>
+#include <functional>
 #include <optional>
 
+#include "streamblur/io/writer.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 
 namespace streamblur::detail {
@@ -19,6 +21,14 @@ struct SpanRun {
   // The whole run's index of the span's first frame: what regions=FILE keys
   // by frame and FrameView::index count from.
   int64_t first_index = 0;
+  // When set, the encoded video packets go here instead of into the output
+  // file, which is then not written at all (its name still picks the
+  // container, and so how the encoder runs): the segmented run spools them
+  // for the join. Timestamps in the encoder's time base (`encoded`).
+  std::function<void(const AVPacket&)> video_packets;
+  // Where the encoder's parameters are put at the end of a run with an
+  // output (the join's video stream), when not null.
+  io::EncodedVideo* encoded = nullptr;
 };
 
 // run_pipeline for one span. The output, when there is one, holds the

@@ -1,0 +1,237 @@
+// PipelineOptions::segments: the input cut at keyframes into spans
+// (io::plan_spans), every span run at once through a pipeline of its own
+// (detail::run_span), the encoders' packets spooled and joined into the
+// output with the input's other streams (io::join_spans).
+#include "segments.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+extern "C" {
+#include <libavformat/avformat.h>
+}
+
+#include "streamblur/io/keyframe_index.hpp"
+#include "streamblur/io/output_file.hpp"
+#include "streamblur/io/reader.hpp"
+#include "streamblur/io/span_join.hpp"
+#include "streamblur/pipeline/detail/span_run.hpp"
+#include "streamblur/pipeline/regions.hpp"
+
+namespace streamblur::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// What segments do not go with yet: one line each, before anything is opened.
+void check_segment_options(const PipelineOptions& o) {
+  if (o.segments < 1 || o.segments > kMaxSegments)
+    throw std::invalid_argument("segments must be between 1 and " + std::to_string(kMaxSegments) + ", got " +
+                                std::to_string(o.segments));
+  auto refuse = [](const std::string& what) {
+    throw std::invalid_argument("segments do not go with " + what + " yet; run it as one segment");
+  };
+  if (o.start_seconds || o.duration_seconds || o.max_frames) refuse("a start time, duration or frame count");
+  if (o.frame_sink) refuse("a frame sink");
+  if (o.realtime) refuse("reading at the native frame rate");
+  for (const FilterInstanceSpec& f : parse_filter_chain(o.filters))
+    if (regions_of(f)) refuse("regions files");
+}
+
+std::function<void(const std::string&)> note_of(const PipelineOptions& o) {
+  if (o.note) return o.note;
+  return [](const std::string& s) { std::cerr << s << "\n"; };
+}
+
+// The spans' runs, all at once. A span that fails stops the others; the
+// first failure is rethrown. The caller's stop flag stops them all.
+class SpanRuns {
+ public:
+  SpanRuns(const PipelineOptions& opt, const io::SpanPlanning& plan, bool spool, const std::string& folder)
+      : opt_(opt), plan_(plan), n_(plan.spans.size()), stats_(n_), encoded_(n_) {
+    if (spool)
+      for (std::size_t k = 0; k < n_; ++k) spools_.push_back(std::make_unique<io::PacketSpool>(folder));
+  }
+
+  void run() {
+    std::vector<std::future<void>> runs;
+    for (std::size_t k = 0; k < n_; ++k) runs.push_back(std::async(std::launch::async, [this, k] { run_one(k); }));
+    for (std::future<void>& f : runs) {
+      while (f.wait_for(std::chrono::milliseconds(10)) != std::future_status::ready)
+        if (opt_.stop && opt_.stop->load()) halt_ = true;
+      f.get();  // run_one keeps its exception
+    }
+    if (first_error_) std::rethrow_exception(first_error_);
+    if (opt_.stop && opt_.stop->load()) throw std::runtime_error("stopped; a segmented run writes no partial output");
+  }
+
+  const std::vector<RunStats>& stats() const { return stats_; }
+  const std::vector<io::EncodedVideo>& encoded() const { return encoded_; }
+  std::vector<io::PacketSpool*> spools() const {
+    std::vector<io::PacketSpool*> s;
+    for (const auto& p : spools_) s.push_back(p.get());
+    return s;
+  }
+
+ private:
+  void run_one(std::size_t k) {
+    PipelineOptions o = opt_;
+    o.segments = 1;
+    o.stop = &halt_;
+    o.progress = nullptr;
+    o.note = [this](const std::string& line) { note_once(line); };  // each span says the same
+    SpanRun r;
+    const io::SpanPlan& s = plan_.spans[k];
+    if (s.start_pts != std::numeric_limits<int64_t>::min()) r.from_pts = s.start_pts;
+    if (s.end_pts != std::numeric_limits<int64_t>::max()) r.until_pts = s.end_pts;
+    r.first_index = s.first_frame;
+    if (!spools_.empty()) {
+      io::PacketSpool* spool = spools_[k].get();
+      r.video_packets = [spool](const AVPacket& p) { spool->append(p); };
+      r.encoded = &encoded_[k];
+    }
+    try {
+      stats_[k] = run_span(o, r);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(m_);
+      if (!first_error_ && !halt_) first_error_ = std::current_exception();
+      halt_ = true;
+    }
+  }
+
+  void note_once(const std::string& line) {
+    std::lock_guard<std::mutex> lock(m_);
+    if (said_.insert(line).second) note_(line);
+  }
+
+  const PipelineOptions& opt_;
+  const std::function<void(const std::string&)> note_ = note_of(opt_);
+  std::set<std::string> said_;
+  const io::SpanPlanning& plan_;
+  std::size_t n_;
+  std::vector<RunStats> stats_;
+  std::vector<io::EncodedVideo> encoded_;
+  std::vector<std::unique_ptr<io::PacketSpool>> spools_;
+  std::atomic<bool> halt_{false};
+  std::mutex m_;
+  std::exception_ptr first_error_;
+};
+
+// Why the spans' outputs cannot be joined as they are (empty: they can).
+std::string unjoinable(const io::SpanPlanning& plan, const SpanRuns& runs) {
+  for (std::size_t k = 0; k < plan.spans.size(); ++k)
+    if (runs.stats()[k].frames != plan.spans[k].frames)
+      return "span " + std::to_string(k + 1) + " gave " + std::to_string(runs.stats()[k].frames) +
+             " frames where the keyframe index counts " + std::to_string(plan.spans[k].frames);
+  const std::vector<io::EncodedVideo>& e = runs.encoded();
+  for (std::size_t k = 1; k < e.size(); ++k) {
+    const AVCodecParameters &a = *e[0].par, &b = *e[k].par;
+    if (a.extradata_size != b.extradata_size ||
+        (a.extradata_size > 0 &&
+         std::memcmp(a.extradata, b.extradata, static_cast<std::size_t>(a.extradata_size)) != 0))
+      return "the encoder's headers (extradata) of span " + std::to_string(k + 1) + " differ from span 1's";
+  }
+  return "";
+}
+
+// The spans' statistics as one run's: counts and stage times added up.
+RunStats combined(const std::vector<RunStats>& spans) {
+  RunStats st = spans.front();
+  st.frames = 0;
+  st.decode_warnings = 0;
+  st.gpu_memory_bytes = 0;
+  st.decode = st.upload = st.filter = st.download = st.encode = {};
+  auto add = [](StageStats& a, const StageStats& b) {
+    a.busy_s += b.busy_s;
+    a.blocked_s += b.blocked_s;
+  };
+  for (const RunStats& s : spans) {
+    st.frames += s.frames;
+    st.decode_warnings += s.decode_warnings;
+    st.gpu_memory_bytes += s.gpu_memory_bytes;
+    add(st.decode, s.decode);
+    add(st.upload, s.upload);
+    add(st.filter, s.filter);
+    add(st.download, s.download);
+    add(st.encode, s.encode);
+    if (s.decoder != st.decoder) st.decoder = "mixed";
+  }
+  st.segments = static_cast<int>(spans.size());
+  return st;
+}
+
+// The output's encoder options as each span's pipeline has them.
+io::EncoderOptions join_options(const PipelineOptions& o, const std::function<void(const std::string&)>& note) {
+  io::EncoderOptions e = o.encoder;
+  e.display_name = o.output;
+  e.note = note;
+  if (e.format_name.empty()) {
+    const AVOutputFormat* of = av_guess_format(nullptr, o.output.c_str(), nullptr);
+    if (!of) throw std::runtime_error("cannot tell the container of output '" + o.output + "' from its extension");
+    e.format_name = of->name;
+  }
+  return e;
+}
+
+// The run as one segment, after `why` (a note).
+RunStats one_segment(PipelineOptions o, const std::string& why) {
+  note_of(o)("segments: one segment (" + why + ")");
+  o.segments = 1;
+  return run_pipeline(o);
+}
+
+}  // namespace
+
+RunStats run_segmented(const PipelineOptions& opt) {
+  check_segment_options(opt);
+  if (opt.segments == 1) return run_pipeline(opt);
+  const auto t0 = Clock::now();
+  const auto note = note_of(opt);
+  std::optional<io::OutputFile> out;
+  if (!opt.output.empty()) out.emplace(opt.output, "output", io::OutputRules{opt.overwrite, {opt.input}, note});
+  const io::SpanPlanning plan = io::plan_spans(io::scan_video_packets(opt.input), opt.segments);
+  const double scan_s = since(t0);
+  if (plan.spans.size() < 2) {
+    out.reset();
+    return one_segment(opt, plan.note);
+  }
+  if (!plan.note.empty()) note("segments: " + plan.note);
+  const std::string folder = out ? std::filesystem::absolute(opt.output).parent_path().string() : "";
+  SpanRuns runs(opt, plan, out.has_value(), folder);
+  runs.run();
+  if (const std::string why = out ? unjoinable(plan, runs) : ""; !why.empty()) {
+    out.reset();
+    return one_segment(opt, why);
+  }
+  const auto t_join = Clock::now();
+  if (out) {
+    io::ReaderOptions ro;
+    ro.warn = note;
+    const io::MediaReader source(opt.input, ro);
+    io::join_spans(opt.input, source.streams(), runs.encoded().front(), runs.spools(), out->url(),
+                   join_options(opt, note));
+    out->commit(combined(runs.stats()).frames);
+  }
+  RunStats st = combined(runs.stats());
+  st.scan_s = scan_s;
+  st.join_s = since(t_join);
+  st.wall_s = since(t0);
+  st.fps = st.wall_s > 0 ? st.frames / st.wall_s : 0;
+  return st;
+}
+
+}  // namespace streamblur::detail
