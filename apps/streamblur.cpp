@@ -108,7 +108,9 @@ void report_run(const RunStats& st, const CommonOptions& c) {
   if (c.quiet) return;
   if (st.stopped_early) std::cerr << "stopped early (interrupted); the output holds the frames done so far\n";
   std::cerr << "done: " << st.frames << " frames in " << st.wall_s << " s (" << st.fps << " fps), backend "
-            << st.backend << ", bounded by " << st.bounding_stage << "\n";
+            << st.backend << ", bounded by " << st.bounding_stage;
+  if (st.segments > 1) std::cerr << ", " << st.segments << " segments";
+  std::cerr << "\n";
 }
 
 // The side outputs: checked with the video against the input, and opened

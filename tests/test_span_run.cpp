@@ -5,7 +5,9 @@
 // its video stream alone with the input's timestamps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <mutex>
 #include <limits>
 #include <string>
 #include <vector>
@@ -262,6 +264,26 @@ TEST(SegmentedRun, X264SpansJoinWithTheSequentialTimestamps) {
   EXPECT_EQ(a.pts.size(), 50u);
   EXPECT_EQ(b.pts, a.pts);
   EXPECT_EQ(audio_packets(four.output).size(), audio_packets(one.output).size());
+}
+
+// Progress counts the frames of every span, never goes back, and ends once
+// with the whole run's frames.
+TEST(SegmentedRun, ProgressAddsUpTheSpans) {
+  sbtest::TempDir dir;
+  const std::string in = write_clip(dir, "in.mkv", "ffv1", "g=10");
+  PipelineOptions o = transcode(in, dir.file("out.mkv"), 3, nullptr);
+  std::vector<Progress> seen;
+  std::mutex m;
+  o.progress = [&](const Progress& p) {
+    std::lock_guard<std::mutex> lock(m);
+    seen.push_back(p);
+  };
+  run_pipeline(o);
+  ASSERT_FALSE(seen.empty());
+  for (std::size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].frames, seen[i - 1].frames);
+  EXPECT_TRUE(seen.back().final);
+  EXPECT_EQ(seen.back().frames, 50);
+  EXPECT_EQ(std::count_if(seen.begin(), seen.end(), [](const Progress& p) { return p.final; }), 1);
 }
 
 // A clip of one GOP cannot be cut: one segment, with a note, and the same output.

@@ -62,7 +62,8 @@ std::function<void(const std::string&)> note_of(const PipelineOptions& o) {
 class SpanRuns {
  public:
   SpanRuns(const PipelineOptions& opt, const io::SpanPlanning& plan, bool spool, const std::string& folder)
-      : opt_(opt), plan_(plan), n_(plan.spans.size()), stats_(n_), encoded_(n_) {
+      : opt_(opt), plan_(plan), n_(plan.spans.size()), stats_(n_), encoded_(n_), done_(n_) {
+    for (const io::SpanPlan& s : plan.spans) total_ += s.frames;
     if (spool)
       for (std::size_t k = 0; k < n_; ++k) spools_.push_back(std::make_unique<io::PacketSpool>(folder));
   }
@@ -93,6 +94,7 @@ class SpanRuns {
     o.segments = 1;
     o.stop = &halt_;
     o.progress = nullptr;
+    if (opt_.progress) o.progress = [this, k](const Progress& p) { report(k, p); };
     o.note = [this](const std::string& line) { note_once(line); };  // each span says the same
     SpanRun r;
     const io::SpanPlan& s = plan_.spans[k];
@@ -113,6 +115,20 @@ class SpanRuns {
     }
   }
 
+  // The whole run's progress from span k's: frames done in all spans.
+  void report(std::size_t k, const Progress& p) {
+    std::lock_guard<std::mutex> lock(m_);
+    done_[k] = p.frames;
+    Progress q;
+    for (const int64_t d : done_) q.frames += d;
+    q.total_estimate = total_;
+    q.elapsed_s = since(t0_);
+    q.fps = q.elapsed_s > 0 ? q.frames / q.elapsed_s : 0;
+    q.duration_s = p.duration_s;
+    if (total_ > 0) q.media_time_s = p.duration_s * static_cast<double>(q.frames) / static_cast<double>(total_);
+    opt_.progress(q);
+  }
+
   void note_once(const std::string& line) {
     std::lock_guard<std::mutex> lock(m_);
     if (said_.insert(line).second) note_(line);
@@ -126,6 +142,9 @@ class SpanRuns {
   std::vector<RunStats> stats_;
   std::vector<io::EncodedVideo> encoded_;
   std::vector<std::unique_ptr<io::PacketSpool>> spools_;
+  std::vector<int64_t> done_;  // frames done per span (progress)
+  int64_t total_ = 0;
+  Clock::time_point t0_ = Clock::now();
   std::atomic<bool> halt_{false};
   std::mutex m_;
   std::exception_ptr first_error_;
@@ -231,6 +250,14 @@ RunStats run_segmented(const PipelineOptions& opt) {
   st.join_s = since(t_join);
   st.wall_s = since(t0);
   st.fps = st.wall_s > 0 ? st.frames / st.wall_s : 0;
+  if (opt.progress) {
+    Progress p;
+    p.frames = p.total_estimate = st.frames;
+    p.elapsed_s = st.wall_s;
+    p.fps = st.fps;
+    p.final = true;
+    opt.progress(p);
+  }
   return st;
 }
 
