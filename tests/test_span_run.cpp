@@ -225,15 +225,19 @@ std::size_t files_in(const std::string& dir) {
 // Bit-identical frames, the same pts and the same audio packets as the
 // sequential run, from mkv, mp4 and MPEG-TS inputs (ffv1 out, so every
 // decoded frame can be compared).
-TEST(SegmentedRun, LosslessOutputIsTheSequentialRunsFrameForFrame) {
+void expect_lossless_segments_match(Backend backend) {
   sbtest::TempDir dir;
   for (const SpanCase& c : kSpanCases) {
     SCOPED_TRACE(c.name);
     const std::string in = write_clip(dir, c.name, c.codec, c.options, /*audio=*/std::string(c.name) != "open.mp4");
-    const std::string one = dir.file(std::string("one-") + c.name + ".mkv"), three = dir.file(std::string("three-") + c.name + ".mkv");
-    run_pipeline(transcode(in, one, 1, nullptr));
+    const std::string one = dir.file(std::string("one-") + c.name + ".mkv");
+    const std::string three = dir.file(std::string("three-") + c.name + ".mkv");
+    PipelineOptions o1 = transcode(in, one, 1, nullptr);
     std::vector<std::string> notes;
-    const RunStats st = run_pipeline(transcode(in, three, 3, &notes));
+    PipelineOptions o3 = transcode(in, three, 3, &notes);
+    o1.backend = o3.backend = backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
+    run_pipeline(o1);
+    const RunStats st = run_pipeline(o3);
     EXPECT_EQ(st.segments, 3);
     EXPECT_EQ(st.frames, 50);
     for (const std::string& n : notes) EXPECT_FALSE(contains(n, "segments:")) << n;  // no fallback
@@ -244,6 +248,14 @@ TEST(SegmentedRun, LosslessOutputIsTheSequentialRunsFrameForFrame) {
     for (std::size_t i = 0; i < a.bytes.size(); ++i) EXPECT_TRUE(b.bytes[i] == a.bytes[i]) << "frame " << i;
     EXPECT_EQ(audio_packets(three), audio_packets(one));
   }
+}
+
+TEST(SegmentedRun, LosslessOutputIsTheSequentialRunsFrameForFrame) { expect_lossless_segments_match(Backend::Cpu); }
+
+// The same on the CUDA backend (NVDEC for the mpeg4 and x264 inputs).
+TEST(SegmentedRun, CudaLosslessOutputIsTheSequentialRunsFrameForFrame) {
+  SBTEST_SKIP_WITHOUT_GPU();
+  expect_lossless_segments_match(Backend::Cuda);
 }
 
 // libx264 spans (each its own IDR) joined into an mp4: the sequential run's
