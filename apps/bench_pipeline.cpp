@@ -143,7 +143,10 @@ class PipelineBench {
     results_[row].reference = name;
   }
   size_t run_job(const ClipSpec& clip, const std::string& job, const std::string& filters, bool encode, Backend backend,
-                 HwDecode hwdec);
+                 HwDecode hwdec, int segments = 1);
+  // With --segments N: `row`'s job again in N segments, against it.
+  void run_segmented_twin(const ClipSpec& clip, size_t row, const std::string& filters, bool encode, Backend backend,
+                          HwDecode hwdec);
   References run_cpu_rows(const ClipSpec& clip);
   void run_nvdec_rows(const ClipSpec& clip, const References& refs);
   std::vector<FfmpegJob> ffmpeg_jobs(const ClipSpec& clip) const;
@@ -175,10 +178,10 @@ PipelineBench::PipelineBench(const PipelineBenchOptions& opt, std::vector<std::s
 }
 
 size_t PipelineBench::run_job(const ClipSpec& clip, const std::string& job, const std::string& filters, bool encode,
-                              Backend backend, HwDecode hwdec) {
+                              Backend backend, HwDecode hwdec, int segments) {
   const bool hw = hwdec == HwDecode::Nvdec;
   say(clip.name + ": " + job + (filters.empty() && !hw ? "" : " (" + std::string(backend_name(backend)) + ")") +
-      (hw ? " NVDEC" : "") + " ...");
+      (hw ? " NVDEC" : "") + (segments > 1 ? ", " + std::to_string(segments) + " segments" : "") + " ...");
   PipelineOptions p;
   p.input = clip.path;
   p.output = encode ? out_path_ : "";
@@ -188,11 +191,12 @@ size_t PipelineBench::run_job(const ClipSpec& clip, const std::string& job, cons
   p.encoder.codec = opt_.codec;
   p.encoder.preset = opt_.preset;
   p.overwrite = true;
+  p.segments = segments;
   std::string run_notes;
   p.note = [&run_notes](const std::string& n) { run_notes += (run_notes.empty() ? "" : "; ") + n; };
   JobResult r;
   r.clip = clip.name;
-  r.job = job;
+  r.job = segments > 1 ? job + "-seg" + std::to_string(segments) : job;
   r.tool = "streamblur";
   r.backend = filters.empty() && !hw ? "" : backend_name(backend);
   r.stats = run_pipeline(p);
@@ -210,13 +214,24 @@ size_t PipelineBench::run_job(const ClipSpec& clip, const std::string& job, cons
   return results_.size() - 1;
 }
 
+void PipelineBench::run_segmented_twin(const ClipSpec& clip, size_t row, const std::string& filters, bool encode,
+                                       Backend backend, HwDecode hwdec) {
+  if (opt_.segments <= 1) return;
+  const std::string job = results_[row].job;
+  set_ratio(run_job(clip, job, filters, encode, backend, hwdec, opt_.segments), row, "segments 1");
+}
+
 // The CPU-decode rows are the references: NVDEC is kept out of them even where Auto would pick it.
 PipelineBench::References PipelineBench::run_cpu_rows(const ClipSpec& clip) {
   const size_t decode = run_job(clip, "decode", "", false, Backend::Cpu, HwDecode::None);
   const size_t transcode = run_job(clip, "transcode", "", true, Backend::Cpu, HwDecode::None);
   for (Backend b : backends_) {
-    set_ratio(run_job(clip, "gblur-transcode", opt_.gblur, true, b, HwDecode::None), transcode, "transcode");
-    set_ratio(run_job(clip, "chain-null", opt_.chain, false, b, HwDecode::None), decode, "decode");
+    const size_t g = run_job(clip, "gblur-transcode", opt_.gblur, true, b, HwDecode::None);
+    set_ratio(g, transcode, "transcode");
+    const size_t c = run_job(clip, "chain-null", opt_.chain, false, b, HwDecode::None);
+    set_ratio(c, decode, "decode");
+    run_segmented_twin(clip, g, opt_.gblur, true, b, HwDecode::None);
+    run_segmented_twin(clip, c, opt_.chain, false, b, HwDecode::None);
   }
   set_ratio(transcode, decode, "decode");
   results_[decode].ratio = 1;
@@ -245,9 +260,12 @@ void PipelineBench::run_nvdec_rows(const ClipSpec& clip, const References& refs)
   }
   set_ratio(d, refs.decode, "decode");
   try {
-    set_ratio(run_job(clip, "gblur-transcode", opt_.gblur, true, Backend::Cuda, HwDecode::Nvdec), refs.transcode,
-              "transcode");
-    set_ratio(run_job(clip, "chain-null", opt_.chain, false, Backend::Cuda, HwDecode::Nvdec), refs.decode, "decode");
+    const size_t g = run_job(clip, "gblur-transcode", opt_.gblur, true, Backend::Cuda, HwDecode::Nvdec);
+    set_ratio(g, refs.transcode, "transcode");
+    const size_t c = run_job(clip, "chain-null", opt_.chain, false, Backend::Cuda, HwDecode::Nvdec);
+    set_ratio(c, refs.decode, "decode");
+    run_segmented_twin(clip, g, opt_.gblur, true, Backend::Cuda, HwDecode::Nvdec);
+    run_segmented_twin(clip, c, opt_.chain, false, Backend::Cuda, HwDecode::Nvdec);
   } catch (const std::exception& e) {
     say(std::string("  NVDEC run failed: ") + e.what());
     note(clip.name + ": NVDEC run failed (" + e.what() + ")");

@@ -33,6 +33,7 @@ struct PipelineBenchOptions {
   std::string ffmpeg_program;   // the ffmpeg to run; empty: look on the PATH
   std::string gblur = "gblur=sigma=2";
   std::string chain = "gblur=sigma=2,boxblur=radius=3";
+  int segments = 1;             // > 1: the filtered jobs again in this many segments, against their plain rows
   std::function<void(const std::string&)> progress;  // a line per step
 };
 

@@ -308,6 +308,9 @@ CLI::App* add_pipeline_command(CLI::App& app, PipelineArgs& a) {
   pipeline->add_option("--work-dir", a.opt.work_dir, "where samples are made and kept (default bench-clips)");
   pipeline->add_option("--frames", a.opt.sample_frames, "frames per sample clip (default 300)")->check(CLI::Range(1, 100000));
   pipeline->add_option("--codec", a.opt.codec, "encoder (default libx264)");
+  pipeline->add_option("--segments", a.opt.segments,
+                       "also run the filtered jobs in N segments, each beside its plain row (default 1: not)")
+      ->check(CLI::Range(1, 64));
   pipeline->add_option("--preset", a.opt.preset, "encoder preset (default ultrafast)");
   pipeline->add_flag("--tiny", a.tiny, "tiny clips and few frames: checks that everything runs (CI)");
   pipeline->add_flag("--no-cpu", a.no_cpu, "skip the CPU backend when CUDA is present");
@@ -322,7 +325,7 @@ CLI::App* add_pipeline_command(CLI::App& app, PipelineArgs& a) {
 }
 
 ReportTable pipeline_report_table() {
-  return ReportTable({{"clip", 14, true},  {"job", 16, true}, {"tool", 10, true}, {"backend", 7, true},
+  return ReportTable({{"clip", 14, true},  {"job", 20, true}, {"tool", 10, true}, {"backend", 7, true},
                       {"dec", 5, true},    {"frames", 6},     {"fps", 9},         {"wall_s", 8},
                       {"ratio", 16},       {"vs_ffm", 7},     {"vs_ffm_tc", 9},   {"decode", 7, false, " | "},
                       {"blk", 6},          {"upload", 7},     {"filter", 6},      {"down", 6},
