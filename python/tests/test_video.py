@@ -87,10 +87,12 @@ def test_progress_exception_mid_run_keeps_the_frames_done(backend, tmp_path, req
         assert [p["final"] for p in seen] == [False], "no call after the one that raised"
         with streamblur.frames(str(out), device="cpu", backend="cpu") as it:
             written = sum(1 for _ in it)
-        assert seen[0]["frames"] <= written < total, "the run ended early with the frames done written"
+        assert seen[0]["frames"] <= written <= total, "the frames done were written"
         assert not any(p.name.startswith(".") for p in tmp_path.iterdir()), "a temporary output was left"
+        if written == total:
+            continue  # every frame was already in flight when the call came
         return
-    pytest.fail("every run ended before the first progress call during the run")
+    pytest.fail("every run ended before the first progress call during the run could stop it")
 
 
 def test_bad_filter_spec(clip, tmp_path):
