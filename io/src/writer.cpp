@@ -118,6 +118,9 @@ std::string x265_master_display(const AVMasteringDisplayMetadata& m) {
 }  // namespace
 
 struct MediaWriter::Impl {
+  Impl(const std::string& file, const EncoderOptions& options)
+      : path(file), shown(options.display_name.empty() ? file : options.display_name), note_sink(options.note) {}
+
   std::string path;   // the file written
   std::string shown;  // the name messages use (EncoderOptions::display_name, else path)
   std::function<void(const std::string&)> note_sink;
@@ -581,20 +584,14 @@ void MediaWriter::Impl::send_frame(const AVFrame* frame) {
 
 MediaWriter::MediaWriter(const std::string& path, const InputStreams& input, const AVFrame& first_frame,
                          const EncoderOptions& options)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->path = path;
-  impl_->shown = options.display_name.empty() ? path : options.display_name;
-  impl_->note_sink = options.note;
+    : impl_(std::make_unique<Impl>(path, options)) {
   impl_->video_packets = options.video_packets;
   impl_->open(input, first_frame, options);
 }
 
 MediaWriter::MediaWriter(const std::string& path, const InputStreams& input, const EncodedVideo& video,
                          const EncoderOptions& options)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->path = path;
-  impl_->shown = options.display_name.empty() ? path : options.display_name;
-  impl_->note_sink = options.note;
+    : impl_(std::make_unique<Impl>(path, options)) {
   impl_->open_copy(input, video, options);
 }
 
