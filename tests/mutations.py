@@ -259,6 +259,12 @@ MUTATIONS = [
       "      writer.write_passthrough(*o);\n", "      // mutation: not copied\n"),
     M("span-spool-loses-pts", "pts", "io/src/span_join.cpp",
       "  p.pts = h.pts;\n", "  p.pts = h.dts;\n"),
+    M("span-trim-no-shift", "pts", "io/src/reader.cpp",
+      "  if (span.from_pts || span.until_pts) shift = span.pts_shift;\n", "\n"),
+    M("join-copies-untrimmed", "trim", "io/src/span_join.cpp",
+      "      if (packet_->stream_index == video_ || !admit(t)) continue;", "      if (packet_->stream_index == video_) continue;"),
+    M("span-parses-its-own-chain", "regions", "pipeline/src/segments.cpp",
+      "    r.chain = &chain_;\n", "\n"),
     # ---- the Python module
     M("out-channel-axis-ignored", "shape", "python/src/arrays.cpp",
       "if (src.ndim != dst.ndim || src.width", "if (src.width", python=True),

@@ -132,6 +132,8 @@ void check_span(const ReadSpan& span) {
     throw std::invalid_argument("the frame limit must be at least 1, got " + std::to_string(*span.max_frames));
   if ((span.from_pts || span.until_pts) && (span.start_seconds || span.duration_seconds))
     throw std::invalid_argument("a window of video timestamps does not go with a start time or a duration");
+  if (span.pts_shift != 0 && !span.from_pts && !span.until_pts)
+    throw std::invalid_argument("a timestamp shift goes only with a window of video timestamps");
   if (span.from_pts && span.until_pts && *span.until_pts <= *span.from_pts)
     throw std::invalid_argument("the window of video timestamps must end after it begins, got " +
                                 std::to_string(*span.from_pts) + " to " + std::to_string(*span.until_pts));
@@ -372,6 +374,7 @@ void MediaReader::Impl::setup_span() {
   const AVRational tb = fmt->streams[video_index]->time_base;
   if (span.from_pts) span_start = av_rescale_q(*span.from_pts, tb, AV_TIME_BASE_Q);
   if (span.until_pts) span_end = duration_end = av_rescale_q(*span.until_pts, tb, AV_TIME_BASE_Q);
+  if (span.from_pts || span.until_pts) shift = span.pts_shift;
   if (span_start != AV_NOPTS_VALUE && span_start > origin) seek_to(span_start);
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -77,25 +78,65 @@ bool PacketSpool::next(AVPacket& p) {
 
 namespace {
 
-// The input's packets of every stream but the video one, in file order.
+// The input's packets of every stream but the video one, in file order,
+// over a CopyWindow: from the video keyframe at or before its start (where
+// MediaReader seeks), until every other stream has shown a packet at or past
+// its end, a packet lies a second past it, or the input ends.
 class OtherStreams {
  public:
-  OtherStreams(const std::string& input, int video_index) : fmt_(open_input_format(input)), video_(video_index) {}
-  // The next such packet, or null at the end.
+  OtherStreams(const std::string& input, int video_index, const CopyWindow& window)
+      : fmt_(open_input_format(input)), video_(video_index), w_(window), passed_(fmt_->nb_streams, false) {
+    const int64_t origin = fmt_->start_time != AV_NOPTS_VALUE ? fmt_->start_time : 0;
+    if (w_.start != AV_NOPTS_VALUE && w_.start > origin)
+      av_seek_frame(fmt_.get(), video_, av_rescale_q(w_.start, AV_TIME_BASE_Q, fmt_->streams[video_]->time_base),
+                    AVSEEK_FLAG_BACKWARD);  // where it cannot seek, the packets before the start are dropped
+    passed_[static_cast<std::size_t>(video_)] = true;
+  }
+  // The next such packet, shifted, or null at the end.
   AVPacket* next() {
-    for (;;) {
+    while (!all_passed()) {
       av_packet_unref(packet_.get());
       const int rc = av_read_frame(fmt_.get(), packet_.get());
       if (rc == AVERROR_EOF) return nullptr;
       if (rc < 0) throw AVError("cannot read '" + std::string(fmt_->url) + "' for its other streams", rc);
-      if (packet_->stream_index != video_) return packet_.get();
+      const int64_t t = time_of(*packet_);
+      if (w_.end != AV_NOPTS_VALUE && t != AV_NOPTS_VALUE && t >= w_.end + AV_TIME_BASE) return nullptr;
+      if (packet_->stream_index == video_ || !admit(t)) continue;
+      shift(*packet_);
+      return packet_.get();
     }
+    return nullptr;
   }
   AVRational time_base(const AVPacket& p) const { return fmt_->streams[p.stream_index]->time_base; }
 
  private:
+  int64_t time_of(const AVPacket& p) const {
+    const int64_t t = p.pts != AV_NOPTS_VALUE ? p.pts : p.dts;
+    return t == AV_NOPTS_VALUE ? t : av_rescale_q(t, time_base(p), AV_TIME_BASE_Q);
+  }
+  bool admit(int64_t t) {
+    if (t == AV_NOPTS_VALUE) return true;
+    if (w_.start != AV_NOPTS_VALUE && t < w_.start) return false;
+    if (w_.end != AV_NOPTS_VALUE && t >= w_.end) {
+      passed_[static_cast<std::size_t>(packet_->stream_index)] = true;
+      return false;
+    }
+    return true;
+  }
+  void shift(AVPacket& p) const {
+    if (w_.shift == 0) return;
+    const int64_t d = av_rescale_q(w_.shift, AV_TIME_BASE_Q, time_base(p));
+    if (p.pts != AV_NOPTS_VALUE) p.pts -= d;
+    if (p.dts != AV_NOPTS_VALUE) p.dts -= d;
+  }
+  bool all_passed() const {
+    return w_.end != AV_NOPTS_VALUE && std::all_of(passed_.begin(), passed_.end(), [](bool b) { return b; });
+  }
+
   AVInputFormatContextPtr fmt_;
   int video_;
+  CopyWindow w_;
+  std::vector<bool> passed_;  // per stream: a packet at or past the end was seen (the video's from the start)
   AVPacketPtr packet_ = make_packet();
 };
 
@@ -105,9 +146,9 @@ int64_t decode_time(const AVPacket& p) { return p.dts != AV_NOPTS_VALUE ? p.dts 
 
 SpanJoinStats join_spans(const std::string& input, const InputStreams& streams, const EncodedVideo& video,
                          const std::vector<PacketSpool*>& spools, const std::string& url,
-                         const EncoderOptions& options) {
+                         const EncoderOptions& options, const CopyWindow& window) {
   MediaWriter writer(url, streams, video, options);
-  OtherStreams other(input, streams.video_index);
+  OtherStreams other(input, streams.video_index, window);
   SpanJoinStats stats;
   AVPacketPtr v = make_packet();
   std::size_t span = 0;

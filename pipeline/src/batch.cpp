@@ -89,7 +89,9 @@ namespace {
 void check_jobs(const BatchOptions& options) {
   const std::vector<BatchJob>& jobs = options.jobs;
   if (jobs.empty()) throw std::invalid_argument("batch: no input files");
-  io::check_span(io::ReadSpan{options.base.start_seconds, options.base.duration_seconds, options.base.max_frames});
+  io::check_span(io::ReadSpan{.start_seconds = options.base.start_seconds,
+                              .duration_seconds = options.base.duration_seconds,
+                              .max_frames = options.base.max_frames});
   if (options.jobs_per_device < 1)
     throw std::invalid_argument("batch: jobs per device must be at least 1 (got " +
                                 std::to_string(options.jobs_per_device) + ")");

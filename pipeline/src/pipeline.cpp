@@ -38,6 +38,7 @@ extern "C" {
 #include "streamblur/pipeline/detail/span_run.hpp"
 #include "streamblur/pipeline/detail/test_hooks.hpp"
 #include "streamblur/pipeline/regions.hpp"
+#include "region_checks.hpp"
 
 namespace streamblur {
 namespace fs = std::filesystem;
@@ -119,12 +120,6 @@ class Pipeline {
   void make_route();
   void make_slots();
   void prepare_output();
-  // Regions files that cannot match the video: before the first frame, and
-  // what the run saw at its end (PipelineOptions::strict_regions).
-  RegionVideo region_video() const;
-  void check_regions_fit();
-  void check_regions_used();
-  void regions_problem(const std::string& why);
 
   // stages
   DecodedPtr decode(tbb::flow_control& fc);
@@ -144,7 +139,9 @@ class Pipeline {
   bool spooled() const { return span_run_ && span_run_->video_packets; }  // no output file
   Notes note_;
   std::vector<FilterInstanceSpec> chain_spec_;
-  std::set<const RegionSpec*> regions_reported_;  // said already: not again at the end
+  // Regions files that cannot match the video: before the first frame, and
+  // what the run saw at its end (PipelineOptions::strict_regions).
+  std::optional<detail::RegionChecks> region_checks_;
   bool null_sink_ = false;        // no output file
   detail::DeviceSession session_;  // CUDA start-up and NVDEC's device context
   std::unique_ptr<io::MediaReader> reader_;
@@ -216,13 +213,16 @@ io::AVBufferRefPtr Pipeline::nvdec_device(const AVCodecParameters& par, const AV
 
 // What the reader reads: the options' trim, or the span's pts window.
 io::ReadSpan Pipeline::read_span() const {
-  if (!span_run_) return io::ReadSpan{opt_.start_seconds, opt_.duration_seconds, opt_.max_frames};
+  if (!span_run_)
+    return io::ReadSpan{
+        .start_seconds = opt_.start_seconds, .duration_seconds = opt_.duration_seconds, .max_frames = opt_.max_frames};
   if (opt_.start_seconds || opt_.duration_seconds || opt_.max_frames)
     throw std::invalid_argument("a span of a segmented run takes its frames from the span plan, not from a start "
                                 "time, duration or frame count");
   io::ReadSpan span;
   span.from_pts = span_run_->from_pts;
   span.until_pts = span_run_->until_pts;
+  span.pts_shift = span_run_->pts_shift;
   return span;
 }
 
@@ -363,56 +363,6 @@ void Pipeline::make_slots() {
   }
   stats_.gpu_memory_bytes = device_bytes;
   if (!chain_spec_.empty()) stats_.filters = slots_.front()->chain.describe();
-}
-
-// What the regions checks know of the run's frames before the first one:
-// the picture, the frame count (estimated), and the frames' pts range on the
-// clock the filters see (shifted back by the span's start).
-RegionVideo Pipeline::region_video() const {
-  RegionVideo v;
-  v.width = vinfo_->width;
-  v.height = vinfo_->height;
-  v.frames = total_estimate_;
-  v.frame_rate = av_q2d(vinfo_->frame_rate);
-  const AVFormatContext* fmt = reader_->format_context();
-  const AVStream* st = fmt->streams[reader_->video_stream_index()];
-  double t0 = st->start_time != AV_NOPTS_VALUE ? st->start_time * av_q2d(st->time_base)
-              : fmt->start_time != AV_NOPTS_VALUE ? static_cast<double>(fmt->start_time) / AV_TIME_BASE
-                                                  : 0.0;
-  t0 -= static_cast<double>(reader_->timestamp_shift()) / AV_TIME_BASE;
-  v.input_start_s = t0;
-  if (vinfo_->duration_seconds > 0) v.input_end_s = t0 + vinfo_->duration_seconds;
-  v.start_s = span_.start_seconds ? std::max(t0, 0.0) : t0;  // frames before the start are dropped
-  if (v.frames > 0 && v.frame_rate > 0) v.end_s = v.start_s + static_cast<double>(v.frames) / v.frame_rate;
-  else v.end_s = v.input_end_s;
-  if (reader_->span_end() != AV_NOPTS_VALUE)
-    v.end_s = std::min(v.end_s, static_cast<double>(reader_->span_end()) / AV_TIME_BASE);
-  return v;
-}
-
-// A regions file that cannot match: a warning, or with strict_regions the run's error.
-void Pipeline::regions_problem(const std::string& why) {
-  if (!opt_.strict_regions) {
-    note_("warning: " + why);
-    return;
-  }
-  throw std::invalid_argument(why + (null_sink_ || opt_.frame_sink ? "" : "; no output written"));
-}
-
-void Pipeline::check_regions_fit() {
-  const RegionVideo video = region_video();
-  for (const FilterInstanceSpec& f : chain_spec_)
-    if (const RegionSpec* r = regions_of(f))
-      if (const std::string why = regions_never_match(*r, video); !why.empty()) {
-        regions_reported_.insert(r);
-        regions_problem(why);
-      }
-}
-
-void Pipeline::check_regions_used() {
-  for (const FilterInstanceSpec& f : chain_spec_)
-    if (const RegionSpec* r = regions_of(f); r && !regions_reported_.count(r))
-      if (const std::string why = regions_unused(*r); !why.empty()) regions_problem(why);
 }
 
 // The output's container, from its name unless the encoder options name it.
@@ -581,7 +531,7 @@ RunStats Pipeline::run() {
   // Filters and span first: a bad --vf or time fails before any file is touched.
   span_ = read_span();
   io::check_span(span_);
-  chain_spec_ = parse_filter_chain(opt_.filters);
+  chain_spec_ = span_run_ && span_run_->chain ? *span_run_->chain : parse_filter_chain(opt_.filters);
   if (opt_.hwdec == HwDecode::Nvdec && opt_.backend == BackendChoice::Cpu)
     throw std::invalid_argument("NVDEC decoding needs the CUDA backend (its frames stay in device memory)");
   if (!STREAMBLUR_HAVE_CUDA && opt_.hwdec == HwDecode::Nvdec)
@@ -598,7 +548,11 @@ RunStats Pipeline::run() {
   choose_backend();
   stats_.decoder = vinfo_->hw_decode ? "nvdec" : "cpu";
   make_slots();
-  if (!span_run_) check_regions_fit();
+  if (!span_run_) {
+    region_checks_.emplace(chain_spec_, opt_.strict_regions, !null_sink_ && !opt_.frame_sink,
+                           [this](const std::string& s) { note_(s); });
+    region_checks_->fit(detail::region_video(*reader_, span_.start_seconds.has_value(), total_estimate_));
+  }
   prepare_output();
   tbb::flow::graph g;
   using namespace tbb::flow;
@@ -637,7 +591,7 @@ RunStats Pipeline::run() {
     if (span_.start_seconds || span_.duration_seconds || span_run_) throw empty_span_error();
     throw std::runtime_error("no video frames could be decoded from '" + opt_.input + "'");
   }
-  if (!span_run_) check_regions_used();  // strict: fails before the output is committed
+  if (region_checks_) region_checks_->used();  // strict: fails before the output is committed
   const auto t_finish = Clock::now();
   if (!null_sink_ && !opt_.frame_sink) {
     if (!span_run_)

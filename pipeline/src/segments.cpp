@@ -11,6 +11,7 @@
 #include <exception>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,7 @@ extern "C" {
 #include "streamblur/io/span_join.hpp"
 #include "streamblur/pipeline/detail/span_run.hpp"
 #include "streamblur/pipeline/regions.hpp"
+#include "region_checks.hpp"
 
 namespace streamblur::detail {
 namespace {
@@ -45,11 +47,45 @@ void check_segment_options(const PipelineOptions& o) {
   auto refuse = [](const std::string& what) {
     throw std::invalid_argument("segments do not go with " + what + " yet; run it as one segment");
   };
-  if (o.start_seconds || o.duration_seconds || o.max_frames) refuse("a start time, duration or frame count");
   if (o.frame_sink) refuse("a frame sink");
   if (o.realtime) refuse("reading at the native frame rate");
-  for (const FilterInstanceSpec& f : parse_filter_chain(o.filters))
-    if (regions_of(f)) refuse("regions files");
+  io::check_span(io::ReadSpan{.start_seconds = o.start_seconds, .duration_seconds = o.duration_seconds,
+                              .max_frames = o.max_frames});
+}
+
+// The part of the input a trimmed run keeps, cut as the plain run's reader
+// cuts it (io::ReadSpan): the video frames by their pts on the microsecond
+// clock, the other streams' window, and the shift of every timestamp.
+struct Trim {
+  int64_t keep_from = std::numeric_limits<int64_t>::min(), keep_until = std::numeric_limits<int64_t>::max();
+  io::CopyWindow copy;
+};
+
+// `source` is a reader of the input opened with the options' start and duration.
+Trim trim_of(const PipelineOptions& o, const io::MediaReader& source, const io::VideoPacketIndex& index) {
+  Trim t;
+  if (!o.start_seconds && !o.duration_seconds) return t;
+  t.copy.shift = source.timestamp_shift();
+  if (o.start_seconds) t.copy.start = t.copy.shift;
+  if (source.span_end() != AV_NOPTS_VALUE) t.copy.end = source.span_end() + t.copy.shift;
+  const auto us = [&](int64_t pts) { return av_rescale_q(pts, index.time_base, AV_TIME_BASE_Q); };
+  for (const int64_t pts : index.frame_pts) {  // sorted
+    if (t.copy.start != AV_NOPTS_VALUE && us(pts) < t.copy.start) continue;
+    if (t.keep_from == std::numeric_limits<int64_t>::min()) t.keep_from = pts;
+    if (t.copy.end != AV_NOPTS_VALUE && us(pts) >= t.copy.end) {
+      t.keep_until = pts;
+      break;
+    }
+  }
+  return t;
+}
+
+// With a frame count, the kept part ends where the first frame past it begins.
+void end_at_frame_limit(Trim& t, const io::SpanPlanning& plan, AVRational time_base) {
+  const int64_t end_pts = plan.spans.back().end_pts;
+  if (end_pts == std::numeric_limits<int64_t>::max() || end_pts == t.keep_until) return;
+  const int64_t end = av_rescale_q(end_pts, time_base, AV_TIME_BASE_Q);
+  t.copy.end = t.copy.end == AV_NOPTS_VALUE ? end : std::min(t.copy.end, end);
 }
 
 std::function<void(const std::string&)> note_of(const PipelineOptions& o) {
@@ -61,8 +97,11 @@ std::function<void(const std::string&)> note_of(const PipelineOptions& o) {
 // first failure is rethrown. The caller's stop flag stops them all.
 class SpanRuns {
  public:
-  SpanRuns(const PipelineOptions& opt, const io::SpanPlanning& plan, bool spool, const std::string& folder)
-      : opt_(opt), plan_(plan), n_(plan.spans.size()), stats_(n_), encoded_(n_), done_(n_) {
+  // Every span filters through `chain` and has its timestamps moved back by `shift` (a trim's start).
+  SpanRuns(const PipelineOptions& opt, const io::SpanPlanning& plan, const std::vector<FilterInstanceSpec>& chain,
+           int64_t shift, bool spool, const std::string& folder)
+      : opt_(opt), plan_(plan), chain_(chain), shift_(shift), n_(plan.spans.size()), stats_(n_), encoded_(n_),
+        done_(n_) {
     for (const io::SpanPlan& s : plan.spans) total_ += s.frames;
     if (spool)
       for (std::size_t k = 0; k < n_; ++k) spools_.push_back(std::make_unique<io::PacketSpool>(folder));
@@ -92,6 +131,8 @@ class SpanRuns {
   void run_one(std::size_t k) {
     PipelineOptions o = opt_;
     o.segments = 1;
+    o.start_seconds = o.duration_seconds = std::nullopt;  // the plan has the trim
+    o.max_frames = std::nullopt;
     o.stop = &halt_;
     o.progress = nullptr;
     if (opt_.progress) o.progress = [this, k](const Progress& p) { report(k, p); };
@@ -101,6 +142,8 @@ class SpanRuns {
     if (s.start_pts != std::numeric_limits<int64_t>::min()) r.from_pts = s.start_pts;
     if (s.end_pts != std::numeric_limits<int64_t>::max()) r.until_pts = s.end_pts;
     r.first_index = s.first_frame;
+    r.pts_shift = shift_;
+    r.chain = &chain_;
     if (!spools_.empty()) {
       io::PacketSpool* spool = spools_[k].get();
       r.video_packets = [spool](const AVPacket& p) { spool->append(p); };
@@ -138,6 +181,8 @@ class SpanRuns {
   const std::function<void(const std::string&)> note_ = note_of(opt_);
   std::set<std::string> said_;
   const io::SpanPlanning& plan_;
+  const std::vector<FilterInstanceSpec>& chain_;
+  int64_t shift_;
   std::size_t n_;
   std::vector<RunStats> stats_;
   std::vector<io::EncodedVideo> encoded_;
@@ -213,42 +258,11 @@ RunStats one_segment(PipelineOptions o, const std::string& why) {
   return run_pipeline(o);
 }
 
-}  // namespace
-
-RunStats run_segmented(const PipelineOptions& opt) {
-  check_segment_options(opt);
-  if (opt.segments == 1) return run_pipeline(opt);
-  const auto t0 = Clock::now();
-  const auto note = note_of(opt);
-  std::optional<io::OutputFile> out;
-  if (!opt.output.empty()) out.emplace(opt.output, "output", io::OutputRules{opt.overwrite, {opt.input}, note});
-  const io::SpanPlanning plan = io::plan_spans(io::scan_video_packets(opt.input), opt.segments);
-  const double scan_s = since(t0);
-  if (plan.spans.size() < 2) {
-    out.reset();
-    return one_segment(opt, plan.note);
-  }
-  if (!plan.note.empty()) note("segments: " + plan.note);
-  const std::string folder = out ? std::filesystem::absolute(opt.output).parent_path().string() : "";
-  SpanRuns runs(opt, plan, out.has_value(), folder);
-  runs.run();
-  if (const std::string why = out ? unjoinable(plan, runs) : ""; !why.empty()) {
-    out.reset();
-    return one_segment(opt, why);
-  }
-  const auto t_join = Clock::now();
-  if (out) {
-    io::ReaderOptions ro;
-    ro.warn = note;
-    const io::MediaReader source(opt.input, ro);
-    io::join_spans(opt.input, source.streams(), runs.encoded().front(), runs.spools(), out->url(),
-                   join_options(opt, note));
-    out->commit(combined(runs.stats()).frames);
-  }
-  RunStats st = combined(runs.stats());
+// The whole run's statistics, and the final progress call.
+RunStats finished(const PipelineOptions& opt, RunStats st, double scan_s, double join_s, double wall_s) {
   st.scan_s = scan_s;
-  st.join_s = since(t_join);
-  st.wall_s = since(t0);
+  st.join_s = join_s;
+  st.wall_s = wall_s;
   st.fps = st.wall_s > 0 ? st.frames / st.wall_s : 0;
   if (opt.progress) {
     Progress p;
@@ -259,6 +273,51 @@ RunStats run_segmented(const PipelineOptions& opt) {
     opt.progress(p);
   }
   return st;
+}
+
+}  // namespace
+
+RunStats run_segmented(const PipelineOptions& opt) {
+  check_segment_options(opt);
+  if (opt.segments == 1) return run_pipeline(opt);
+  const auto t0 = Clock::now();
+  const auto note = note_of(opt);
+  const std::vector<FilterInstanceSpec> chain = parse_filter_chain(opt.filters);  // a bad chain fails first
+  std::optional<io::OutputFile> out;
+  if (!opt.output.empty()) out.emplace(opt.output, "output", io::OutputRules{opt.overwrite, {opt.input}, note});
+  io::ReaderOptions ro;
+  ro.warn = note;
+  ro.span = io::ReadSpan{.start_seconds = opt.start_seconds, .duration_seconds = opt.duration_seconds};
+  const io::MediaReader source(opt.input, ro);
+  const io::VideoPacketIndex index = io::scan_video_packets(opt.input);
+  Trim trim = trim_of(opt, source, index);
+  const io::SpanPlanning plan = io::plan_spans(index, opt.segments, trim.keep_from, trim.keep_until, opt.max_frames);
+  end_at_frame_limit(trim, plan, index.time_base);
+  const double scan_s = since(t0);
+  if (plan.spans.size() < 2) {
+    out.reset();
+    return one_segment(opt, plan.note);
+  }
+  if (!plan.note.empty()) note("segments: " + plan.note);
+  RegionChecks regions(chain, opt.strict_regions, out.has_value(), note);
+  int64_t frames = 0;
+  for (const io::SpanPlan& s : plan.spans) frames += s.frames;
+  regions.fit(region_video(source, opt.start_seconds.has_value(), frames));
+  const std::string folder = out ? std::filesystem::absolute(opt.output).parent_path().string() : "";
+  SpanRuns runs(opt, plan, chain, trim.copy.shift, out.has_value(), folder);
+  runs.run();
+  if (const std::string why = out ? unjoinable(plan, runs) : ""; !why.empty()) {
+    out.reset();
+    return one_segment(opt, why);
+  }
+  regions.used();  // strict: fails before the output is committed
+  const auto t_join = Clock::now();
+  if (out) {
+    io::join_spans(opt.input, source.streams(), runs.encoded().front(), runs.spools(), out->url(),
+                   join_options(opt, note), trim.copy);
+    out->commit(frames);
+  }
+  return finished(opt, combined(runs.stats()), scan_s, since(t_join), since(t0));
 }
 
 }  // namespace streamblur::detail

@@ -118,7 +118,7 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
         is a warning on stderr by default; True: a ValueError, no ``dst``.
     segments : int, optional
         As the CLI's --segments (docs/cli.md#segments): 1 .. 64 spans cut at
-        keyframes, run at once and joined; not yet with trimming or regions.
+        keyframes, run at once and joined into the plain run's output.
 
     Returns
     -------

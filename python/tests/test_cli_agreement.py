@@ -170,6 +170,19 @@ def test_process_video_segments_refuse_what_they_do_not_go_with(tmp_path):
     write_test_clip(src, width=33, height=25, frames=12)
     with pytest.raises(ValueError, match="segments must be between 1 and 64"):
         streamblur.process_video(src, tmp_path / "o.mkv", segments=0)
-    with pytest.raises(ValueError, match="segments do not go with a start time"):
-        streamblur.process_video(src, tmp_path / "o.mkv", codec="ffv1", frames=5, segments=2)
     assert not (tmp_path / "o.mkv").exists()
+
+
+def test_process_video_segments_trim_as_the_plain_run(tmp_path):
+    src = tmp_path / "long.mkv"
+    write_test_clip(src, width=33, height=25, frames=40)  # ffv1: a keyframe every 12 frames
+    one, three = tmp_path / "one.mkv", tmp_path / "three.mkv"
+    trim = dict(start=0.1, frames=30)  # frames 3 to 32 of the clip's 30 a second
+    streamblur.process_video(src, one, "gblur=sigma=1.5", codec="ffv1", backend="cpu", **trim)
+    stats = streamblur.process_video(src, three, "gblur=sigma=1.5", codec="ffv1", backend="cpu", segments=3, **trim)
+    assert stats["segments"] >= 2 and stats["frames"] == 30
+    got, want = planes_of(three), planes_of(one)
+    assert len(got) == len(want) == 30
+    for i, (g, w) in enumerate(zip(got, want)):
+        for a, b in zip(g, w):
+            assert np.array_equal(a, b), f"frame {i}"

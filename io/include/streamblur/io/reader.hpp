@@ -60,13 +60,16 @@ using HwDeviceProvider = std::function<AVBufferRefPtr(const AVCodecParameters& s
 //  - from_pts, until_pts: a window of video pts in the video stream's own time
 //    base (a segmented run's spans, io::plan_spans), [from_pts, until_pts);
 //    an unset end does not limit. It seeks and cuts as start and duration do,
-//    but timestamps are handed out unshifted, as they are in the input. Not
-//    together with start_seconds or duration_seconds.
+//    but timestamps are handed out unshifted, as they are in the input, or
+//    shifted back by pts_shift (AV_TIME_BASE units, as a start shifts them:
+//    the span of a trimmed segmented run). Not together with start_seconds
+//    or duration_seconds.
 struct ReadSpan {
-  std::optional<double> start_seconds;     // >= 0
-  std::optional<double> duration_seconds;  // > 0
-  std::optional<int64_t> max_frames;       // >= 1
-  std::optional<int64_t> from_pts, until_pts;
+  std::optional<double> start_seconds{};     // >= 0
+  std::optional<double> duration_seconds{};  // > 0
+  std::optional<int64_t> max_frames{};       // >= 1
+  std::optional<int64_t> from_pts{}, until_pts{};
+  int64_t pts_shift = 0;                     // with from_pts or until_pts only
   bool active() const { return start_seconds || duration_seconds || max_frames || from_pts || until_pts; }
 };
 

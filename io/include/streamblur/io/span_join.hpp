@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+extern "C" {
+#include <libavutil/avutil.h>
+}
+
 #include "streamblur/io/av_ptr.hpp"
 #include "streamblur/io/reader.hpp"
 #include "streamblur/io/writer.hpp"
@@ -38,6 +42,16 @@ class PacketSpool {
   bool reading_ = false;
 };
 
+// The part of the input's other streams that a trimmed run keeps, as
+// MediaReader cuts them for a ReadSpan with a start and an end: packets timed
+// (pts, else dts) in [start, end) on the input's clock, AV_TIME_BASE units
+// (NOPTS: open; a packet with neither time is kept), their timestamps moved
+// back by `shift`. The default keeps everything as it is.
+struct CopyWindow {
+  int64_t start = AV_NOPTS_VALUE, end = AV_NOPTS_VALUE;
+  int64_t shift = 0;
+};
+
 // What join_spans wrote.
 struct SpanJoinStats {
   int64_t video_packets = 0;
@@ -46,12 +60,13 @@ struct SpanJoinStats {
 
 // Writes `url` (path: the name in messages, EncoderOptions::display_name):
 // the video stream `video` with the spools' packets in order, every other
-// stream of `streams` (the input's, from a MediaReader of `input` without a
-// span) copied from `input`, packets interleaved by decode time. Throws
+// stream of `streams` (the input's, from a MediaReader of `input` opened with
+// the run's start and duration) copied from `input` over `window`, packets
+// interleaved by decode time. Throws
 // std::runtime_error when a span's packets do not follow the one before
 // (decode times going back), AVError for a read or write failure.
 SpanJoinStats join_spans(const std::string& input, const InputStreams& streams, const EncodedVideo& video,
                          const std::vector<PacketSpool*>& spools, const std::string& url,
-                         const EncoderOptions& options);
+                         const EncoderOptions& options, const CopyWindow& window = {});
 
 }  // namespace streamblur::io

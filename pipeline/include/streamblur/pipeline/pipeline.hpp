@@ -159,9 +159,11 @@ struct PipelineOptions {
   // settings, and join the encoded spans into the output with the input's
   // other streams copied once. Fewer spans, with a note, where the input has
   // too few keyframes; one, with a note, where the spans' frame counts or
-  // encoder headers do not agree with the plan. Not yet with trimming, a
-  // frame sink, realtime reading or regions files (std::invalid_argument).
-  // A stop (Ctrl-C) fails the run and writes no output.
+  // encoder headers do not agree with the plan. Trimming cuts the plan (the
+  // output is the trimmed plain run's); regions files see the whole run's
+  // frame indices and pts, and are checked over all the spans. Not yet with
+  // a frame sink or realtime reading (std::invalid_argument). A stop
+  // (Ctrl-C) fails the run and writes no output.
   int segments = 1;
 };
 
