@@ -627,6 +627,35 @@ TEST(CliSignal, SigintFinalisesOutputAndExits130) { expect_first_signal_finalise
 TEST(CliSignal, SigtermFinalisesLikeTheFirstCtrlC) { expect_first_signal_finalises(SIGTERM); }
 TEST(CliSignal, SighupFinalisesLikeTheFirstCtrlC) { expect_first_signal_finalises(SIGHUP); }
 
+// A segmented run stopped by Ctrl-C, or killed, while its spans spool their
+// packets: no output, no spool and no temporary is left; Ctrl-C exits 130
+// and says that nothing was written.
+TEST(CliSignal, SegmentedRunStoppedOrKilledLeavesNothing) {
+  TempDir dir;
+  const std::string in = dir.file("long.mkv"), out = dir.file("out.mkv");
+  SyntheticClipSpec spec;
+  spec.width = 640;
+  spec.height = 480;
+  spec.frames = 900;
+  spec.video_options = "g=30";
+  write_synthetic_clip(in, spec);
+  for (const int sig : {SIGINT, SIGKILL}) {
+    SCOPED_TRACE(strsignal(sig));
+    CliProcess p({in, out, "--vf", "gblur=sigma=20,boxblur=radius=20", "--backend", "cpu", "--segments", "3", "-c:v",
+                  "ffv1"},
+                 capture_dir());
+    ASSERT_TRUE(wait_until_running(p, dir));  // the spans' spools (unnamed files in the folder) hold packets
+    ASSERT_EQ(::kill(p.pid(), sig), 0);
+    const CliResult r = p.wait();
+    ASSERT_FALSE(r.timed_out) << r.describe();
+    if (sig == SIGINT) {
+      EXPECT_EQ(r.exit_code, 130) << r.describe();
+      EXPECT_TRUE(contains(r.err, "writes no partial output")) << r.describe();
+    }
+    EXPECT_EQ(dir.listing(), (std::vector<std::string>{"long.mkv"})) << "a spool, temporary or partial output was left";
+  }
+}
+
 // Whether a thread of `pid` is blocked in read(2) on its descriptor of `path`
 // (from /proc: the syscall number 0 and its first argument).
 bool blocked_reading(pid_t pid, const std::string& path) {

@@ -110,13 +110,16 @@ struct SpanCase {
   const char* options;
 };
 // A keyframe every 10 frames (ffv1 in mkv), B-frames across GOPs (mpeg4 in
-// MPEG-TS), open GOPs whose leading pictures refer back (x264 in mp4). The
-// mkv and ts clips have an audio track (has_audio).
+// MPEG-TS), open GOPs whose leading pictures refer back (x264 in mp4, and
+// HEVC CRA pictures with RASL ones after them in mkv). The mkv and ts clips
+// have an audio track (has_audio).
 const SpanCase kSpanCases[] = {
     {"g10.mkv", "ffv1", "g=10"},
     {"bframes.ts", "mpeg4", "g=12:bf=2"},
     {"open.mp4", "libx264",
      "x264-params=keyint=12\\:min-keyint=12\\:scenecut=0\\:bframes=3\\:b-adapt=0\\:open-gop=1"},
+    {"cra.mkv", "libx265",
+     "x265-params=keyint=12\\:min-keyint=12\\:scenecut=0\\:bframes=3\\:open-gop=1\\:log-level=error"},
 };
 bool has_audio(const SpanCase& c) { return c.codec == std::string("ffv1") || c.codec == std::string("mpeg4"); }
 

@@ -10,7 +10,8 @@
 #   kctest     the kernel tests ($KF: a gtest filter, default CudaBlur*)
 #   py         pytest on the module ($PYK: a -k expression)
 #   memcheck   compute-sanitizer memcheck on the kernel tests ($MCF), planes
-#              capped at 400,000 pixels (STREAMBLUR_TEST_MAX_PIXELS)
+#              capped at 400,000 pixels (STREAMBLUR_TEST_MAX_PIXELS), and on
+#              a small segmented CUDA run ($MCS)
 #   racecheck  compute-sanitizer racecheck on its own smaller set ($RCF)
 #   kbench     streamblur-bench kernels $KARGS (output kbench$KN.txt)
 #   pbench     streamblur-bench pipeline --no-cpu $PARGS beside the peer ffmpeg
@@ -70,7 +71,12 @@ for st in "$@"; do
       STREAMBLUR_TEST_MAX_PIXELS=400000 compute-sanitizer --tool memcheck --error-exitcode 9 \
         "$B/tests/streamblur_cuda_kernel_tests" --gtest_filter="${MCF:-CudaBlur.Running*:CudaBlur.RacecheckSet:CudaBlur/CudaBox.*:CudaBlur.Tensor*}" > "$OUT/memcheck.txt" 2>&1
       rc=$?; [ $rc = 0 ] || rc_all=1
-      echo "memcheck rc=$rc"; grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)" "$OUT/memcheck.txt" | tail -5 ;;
+      echo "memcheck rc=$rc"; grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)" "$OUT/memcheck.txt" | tail -5
+      # A small segmented run on the CUDA backend (NVDEC spans at once, $MCS).
+      compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$B/tests/streamblur_span_run_tests" --gtest_filter="${MCS:-SegmentedRun.Cuda*}" > "$OUT/memcheck-segments.txt" 2>&1
+      rc=$?; [ $rc = 0 ] || rc_all=1
+      echo "memcheck segments rc=$rc"; grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED)" "$OUT/memcheck-segments.txt" | tail -5 ;;
     racecheck)
       say racecheck
       compute-sanitizer --tool racecheck --error-exitcode 9 \
