@@ -147,6 +147,8 @@ class PipelineBench {
   // With --segments N: `row`'s job again in N segments, against it.
   void run_segmented_twin(const ClipSpec& clip, size_t row, const std::string& filters, bool encode, Backend backend,
                           HwDecode hwdec);
+  // The twin's output and the plain run's (plain_path_) against the filtered frames.
+  void measure_quality(const ClipSpec& clip, size_t twin, const std::string& filters, Backend backend, HwDecode hwdec);
   References run_cpu_rows(const ClipSpec& clip);
   void run_nvdec_rows(const ClipSpec& clip, const References& refs);
   std::vector<FfmpegJob> ffmpeg_jobs(const ClipSpec& clip) const;
@@ -157,7 +159,7 @@ class PipelineBench {
   std::vector<std::string>* notes_;
   std::vector<Backend> backends_;
   bool nvdec_ = false;
-  std::string ffmpeg_, out_path_, log_path_;
+  std::string ffmpeg_, out_path_, plain_path_, log_path_;
   std::vector<JobResult> results_;
   int64_t clip_frames_ = 0;  // the frames of the clip's last streamblur run
 };
@@ -174,6 +176,7 @@ PipelineBench::PipelineBench(const PipelineBenchOptions& opt, std::vector<std::s
   ffmpeg_ = !opt.ffmpeg ? "" : !opt.ffmpeg_program.empty() ? opt.ffmpeg_program : find_ffmpeg();
   fs::create_directories(opt.work_dir);
   out_path_ = (fs::path(opt.work_dir) / "bench-output.mp4").string();
+  plain_path_ = (fs::path(opt.work_dir) / "bench-plain-output.mp4").string();
   log_path_ = (fs::path(opt.work_dir) / "ffmpeg.log").string();
 }
 
@@ -218,7 +221,32 @@ void PipelineBench::run_segmented_twin(const ClipSpec& clip, size_t row, const s
                                        Backend backend, HwDecode hwdec) {
   if (opt_.segments <= 1) return;
   const std::string job = results_[row].job;
-  set_ratio(run_job(clip, job, filters, encode, backend, hwdec, opt_.segments), row, "segments 1");
+  if (encode) fs::rename(out_path_, plain_path_);  // the plain run's output, kept for the quality
+  const size_t twin = run_job(clip, job, filters, encode, backend, hwdec, opt_.segments);
+  set_ratio(twin, row, "segments 1");
+  if (encode) measure_quality(clip, twin, filters, backend, hwdec);
+}
+
+void PipelineBench::measure_quality(const ClipSpec& clip, size_t twin, const std::string& filters, Backend backend,
+                                    HwDecode hwdec) {
+  say(clip.name + ": PSNR of " + results_[twin].job + " and of its plain row against the filtered frames ...");
+  io::PsnrMeter meter({plain_path_, out_path_});
+  PipelineOptions p;
+  p.input = clip.path;
+  p.filters = filters;
+  p.backend = backend == Backend::Cuda ? BackendChoice::Cuda : BackendChoice::Cpu;
+  p.hwdec = hwdec;
+  p.sink_memory = SinkMemory::Host;
+  p.note = [](const std::string&) {};
+  p.frame_sink = [&meter](const FrameView& v) { meter.add(io::host_planes(v)); };
+  run_pipeline(p);
+  meter.finish();
+  const io::SpanQuality q = io::span_quality(meter, 0, 1);
+  results_[twin].quality = q;
+  char line[200];
+  std::snprintf(line, sizeof line, "  %.3f dB segmented, %.3f dB plain; worst frame %lld, %.3f dB below the plain one",
+                q.segmented_db, q.plain_db, static_cast<long long>(q.worst_frame), q.worst_drop_db);
+  say(line);
 }
 
 // The CPU-decode rows are the references: NVDEC is kept out of them even where Auto would pick it.
@@ -362,6 +390,7 @@ void PipelineBench::run_clip(const ClipSpec& clip) {
 std::vector<JobResult> PipelineBench::finish() {
   std::error_code ec;
   fs::remove(out_path_, ec);
+  fs::remove(plain_path_, ec);
   fs::remove(log_path_, ec);
   return std::move(results_);
 }

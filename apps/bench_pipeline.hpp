@@ -5,11 +5,13 @@
 // With a CUDA device it adds NVDEC rows (decode-only, gblur transcode, chain to
 // a null sink), each against the CPU-decode references of the same clip.
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "streamblur/pipeline/pipeline.hpp"
+#include "streamblur/testing/psnr.hpp"
 
 namespace streamblur::bench {
 
@@ -53,6 +55,9 @@ struct JobResult {
   double vs_ffmpeg = 0;            // fps / ffmpeg's fps for the same job (same decoder when ffmpeg has it, else
                                    // ffmpeg's CPU decode); 0 when ffmpeg did not run
   double vs_ffmpeg_transcode = 0;  // gblur-transcode rows: fps / ffmpeg's own no-filter CPU transcode (target P6)
+  // A segmented transcode row: its output and the plain row's against the
+  // filtered frames (the chain's own, uncompressed), frame by frame.
+  std::optional<io::SpanQuality> quality;
   std::string note;
 };
 

@@ -384,6 +384,11 @@ void print_pipeline_summary(const std::vector<bench::JobResult>& rs, const std::
                   r.fps, r.ratio, r.reference.c_str(),
                   r.job == "decode" ? " (-hwaccel_output_format cuda: frames stay on the GPU)" : "");
   if (!any) std::printf("  no NVDEC rows\n");
+  for (const auto& r : rs)
+    if (r.quality)
+      std::printf("  %-14s %-5s %-21s PSNR %.3f dB, plain %.3f dB; worst frame %lld, %.3f dB below the plain one\n",
+                  r.clip.c_str(), r.decoder == "nvdec" ? "NVDEC" : "", r.job.c_str(), r.quality->segmented_db,
+                  r.quality->plain_db, static_cast<long long>(r.quality->worst_frame), r.quality->worst_drop_db);
   for (const auto& n : notes) std::printf("  %s\n", n.c_str());
   std::fflush(stdout);
 }
@@ -395,6 +400,12 @@ nlohmann::json job_json(const bench::JobResult& r) {
                       {"frames", r.frames}, {"wall_s", r.wall_s}, {"fps", r.fps}, {"ratio", r.ratio},
                       {"reference", r.reference}, {"decoder", r.decoder}, {"vs_ffmpeg", r.vs_ffmpeg},
                       {"vs_ffmpeg_transcode", r.vs_ffmpeg_transcode}, {"note", r.note}};
+  if (r.quality) {
+    j["psnr_db"] = r.quality->segmented_db;
+    j["plain_psnr_db"] = r.quality->plain_db;
+    j["worst_frame"] = r.quality->worst_frame;
+    j["worst_drop_db"] = r.quality->worst_drop_db;
+  }
   if (r.tool == "streamblur") {
     const nlohmann::json stats = nlohmann::json::parse(streamblur::run_stats_json(r.stats));
     for (const auto& [key, value] : stats.items())
