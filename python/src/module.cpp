@@ -108,7 +108,8 @@ void bind_video_calls(nb::module_& m) {
   m.def("parse_time", &parse_time, "text"_a,
         "Seconds from ffmpeg's time syntax (12.5, 1500ms, [HH:]MM:SS[.m]); ValueError otherwise.");
   m.def("process_videos", &process_videos, "inputs"_a, "outputs"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a,
-        "backend"_a, "hwdec"_a, "jobs_per_device"_a, "devices"_a, "inflight"_a, "overwrite"_a, "progress"_a.none());
+        "backend"_a, "hwdec"_a, "jobs_per_device"_a, "devices"_a, "inflight"_a, "overwrite"_a, "progress"_a.none(),
+        "segments"_a);
   m.def("parse_device_list", &parse_device_list, "text"_a, "[] for 'all', else the listed device indices.");
   nb::class_<FrameStream>(m, "FrameStream",
                           "One pipeline run with a frame sink on a background thread (see streamblur.frames).")

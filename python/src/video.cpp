@@ -190,7 +190,8 @@ nb::dict process_video(const std::string& src, const std::string& dst, const std
 nb::list process_videos(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
                         const std::string& vf, const std::string& codec, int crf, const std::string& preset,
                         const std::string& backend, const std::string& hwdec, int jobs_per_device,
-                        const std::vector<int>& devices, int inflight, bool overwrite, nb::object progress) {
+                        const std::vector<int>& devices, int inflight, bool overwrite, nb::object progress,
+                        int segments) {
   if (inputs.size() != outputs.size())
     throw std::invalid_argument("process_videos: " + std::to_string(inputs.size()) + " inputs but " +
                                 std::to_string(outputs.size()) + " outputs");
@@ -201,6 +202,7 @@ nb::list process_videos(const std::vector<std::string>& inputs, const std::vecto
   b.base.encoder.crf = crf;
   b.base.encoder.preset = preset;
   b.base.overwrite = overwrite;
+  b.base.segments = segments;  // checked by each file's run (its error)
   for (size_t i = 0; i < inputs.size(); ++i) b.jobs.push_back({inputs[i], outputs[i]});
   b.jobs_per_device = jobs_per_device;
   for (int d : devices)

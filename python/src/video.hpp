@@ -64,6 +64,7 @@ nb::dict process_video(const std::string& src, const std::string& dst, const std
 nb::list process_videos(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
                         const std::string& vf, const std::string& codec, int crf, const std::string& preset,
                         const std::string& backend, const std::string& hwdec, int jobs_per_device,
-                        const std::vector<int>& devices, int inflight, bool overwrite, nb::object progress);
+                        const std::vector<int>& devices, int inflight, bool overwrite, nb::object progress,
+                        int segments);
 
 }  // namespace streamblur::python

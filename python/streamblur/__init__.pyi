@@ -115,6 +115,7 @@ def process_videos(
     inflight: int = 4,
     overwrite: bool = False,
     progress: Callable[[dict[str, Any]], object] | None = None,
+    segments: int = 1,
 ) -> list[dict[str, Any]]: ...
 
 class Frame:

@@ -161,7 +161,8 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
 def process_videos(inputs, outputs=None, *, out_dir=None, vf: Optional[str] = "", codec: Optional[str] = None,
                    crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
                    hwdec: str = "auto", jobs: int = 2, devices: Any = "all", inflight: int = 4,
-                   overwrite: bool = False, progress: Optional[Callable[[dict], Any]] = None) -> list:
+                   overwrite: bool = False, progress: Optional[Callable[[dict], Any]] = None,
+                   segments: int = 1) -> list:
     """Runs the pipeline over many files at once: ``jobs`` pipelines per GPU on every GPU in ``devices``.
 
     A failing file never stops the others and never raises; each output is
@@ -181,9 +182,9 @@ def process_videos(inputs, outputs=None, *, out_dir=None, vf: Optional[str] = ""
     out_dir : str or os.PathLike, optional
         Each output is ``out_dir/<input's file name>`` (the folder is made if
         missing).
-    vf, codec, crf, preset, backend, hwdec, inflight, overwrite
+    vf, codec, crf, preset, backend, hwdec, inflight, overwrite, segments
         As for :func:`process_video`, for every file (``codec=None``: each
-        output's default encoder).
+        output's default encoder; a segmented file stopped writes nothing).
     jobs : int, optional
         Pipelines at once per GPU (default 2); on the CPU backend ``jobs``
         pipelines run in all.
@@ -235,6 +236,7 @@ def process_videos(inputs, outputs=None, *, out_dir=None, vf: Optional[str] = ""
     vf = _check_video_args(vf, backend, hwdec, inflight, progress)
     codec, crf, preset = _check_encode_args(codec, crf, preset)
     jobs = _integer(jobs, "jobs", 1, INT32_MAX)
+    segments = _integer(segments, "segments", 1, 64)
     device_list = _device_list(devices)
     # Devices that do not exist, a device listed twice, two inputs with one
     # output, an output that is an input: ValueError from run_batch's checks.
@@ -243,7 +245,7 @@ def process_videos(inputs, outputs=None, *, out_dir=None, vf: Optional[str] = ""
     if not inputs:
         return []
     return list(_ext.process_videos(inputs, outputs, vf, codec, crf, preset, backend, hwdec, jobs, device_list,
-                                    int(inflight), bool(overwrite), progress))
+                                    int(inflight), bool(overwrite), progress, segments))
 
 
 def _device_list(devices: Any) -> list:

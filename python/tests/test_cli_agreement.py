@@ -165,6 +165,27 @@ def test_process_video_segments_give_the_plain_runs_frames(tmp_path):
             assert np.array_equal(a, b), f"frame {i}"
 
 
+def test_process_videos_runs_each_file_in_segments(tmp_path):
+    srcs = [tmp_path / "a.mkv", tmp_path / "b.mkv"]
+    for i, src in enumerate(srcs):
+        write_test_clip(src, width=33 + 2 * i, height=25, frames=40)  # a keyframe every 12 frames
+    plain = [tmp_path / "plain-a.mkv", tmp_path / "plain-b.mkv"]
+    seg = [tmp_path / "seg-a.mkv", tmp_path / "seg-b.mkv"]
+    for src, out in zip(srcs, plain):
+        streamblur.process_video(src, out, "gblur=sigma=1.5", codec="ffv1", backend="cpu")
+    results = streamblur.process_videos(srcs, seg, vf="gblur=sigma=1.5", codec="ffv1", backend="cpu", segments=3)
+    assert [r["ok"] for r in results] == [True, True], results
+    assert [r["segments"] for r in results] == [3, 3]
+    for got_path, want_path in zip(seg, plain):
+        got, want = planes_of(got_path), planes_of(want_path)
+        assert len(got) == len(want) == 40
+        for i, (g, w) in enumerate(zip(got, want)):
+            for a, b in zip(g, w):
+                assert np.array_equal(a, b), f"{got_path.name} frame {i}"
+    with pytest.raises(ValueError, match="segments"):
+        streamblur.process_videos(srcs, seg, segments=65, overwrite=True)
+
+
 def test_process_video_segments_refuse_what_they_do_not_go_with(tmp_path):
     src = tmp_path / "in.mkv"
     write_test_clip(src, width=33, height=25, frames=12)
