@@ -191,6 +191,30 @@ TEST_F(ScannedClip, X264LeadingPicturesOnlyWithOpenGop) {
   }
 }
 
+// The stream the reader decodes, by its index; an index that is not a video
+// stream is an error naming it.
+TEST_F(ScannedClip, TheStreamAskedForIsTheOneScanned) {
+  const std::string path = dir.file("av.mkv");
+  io::SyntheticClipSpec spec;
+  spec.frames = 20;
+  spec.video_options = "g=5";
+  spec.audio = true;
+  io::write_synthetic_clip(path, spec);
+  const io::VideoPacketIndex best = io::scan_video_packets(path), first = io::scan_video_packets(path, 0);
+  EXPECT_EQ(first.frame_pts, best.frame_pts);
+  EXPECT_EQ(first.frame_pts.size(), 20u);
+  for (const int bad : {1, 7}) {
+    try {
+      io::scan_video_packets(path, bad);
+      ADD_FAILURE() << "no error for stream " << bad;
+    } catch (const std::exception& e) {
+      EXPECT_TRUE(std::string(e.what()).find("stream " + std::to_string(bad) + " of '" + path +
+                                             "' is not a video stream") != std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST_F(ScannedClip, NoVideoOrNoFileIsAnErrorNamingThePath) {
   const std::string audio = dir.file("audio.mkv");
   write_audio_only_mkv(audio);

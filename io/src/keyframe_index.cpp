@@ -76,10 +76,12 @@ std::vector<std::size_t> choose_cuts(const std::vector<std::size_t>& candidates,
 
 }  // namespace
 
-VideoPacketIndex scan_video_packets(const std::string& path) {
+VideoPacketIndex scan_video_packets(const std::string& path, int stream) {
   AVInputFormatContextPtr fmt = open_input_format(path);
-  const int video = av_find_best_stream(fmt.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+  const int video = stream >= 0 ? stream : av_find_best_stream(fmt.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
   if (video < 0) throw AVError("no video stream in '" + path + "' (" + av_error_string(video) + ")", video);
+  if (video >= static_cast<int>(fmt->nb_streams) || fmt->streams[video]->codecpar->codec_type != AVMEDIA_TYPE_VIDEO)
+    throw AVError("stream " + std::to_string(video) + " of '" + path + "' is not a video stream", AVERROR_STREAM_NOT_FOUND);
   VideoPacketIndex index;
   index.time_base = fmt->streams[video]->time_base;
   AVPacketPtr packet(av_packet_alloc());

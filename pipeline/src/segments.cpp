@@ -289,7 +289,7 @@ RunStats run_segmented(const PipelineOptions& opt) {
   ro.warn = note;
   ro.span = io::ReadSpan{.start_seconds = opt.start_seconds, .duration_seconds = opt.duration_seconds};
   const io::MediaReader source(opt.input, ro);
-  const io::VideoPacketIndex index = io::scan_video_packets(opt.input);
+  const io::VideoPacketIndex index = io::scan_video_packets(opt.input, source.video_stream_index());
   Trim trim = trim_of(opt, source, index);
   const io::SpanPlanning plan = io::plan_spans(index, opt.segments, trim.keep_from, trim.keep_until, opt.max_frames);
   end_at_frame_limit(trim, plan, index.time_base);

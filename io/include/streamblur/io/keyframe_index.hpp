@@ -34,9 +34,11 @@ struct VideoPacketIndex {
   std::string unusable;
 };
 
-// Reads every packet of `path`'s best video stream (no decoding). Throws
-// AVError naming the path when it cannot be opened or has no video stream.
-VideoPacketIndex scan_video_packets(const std::string& path);
+// Reads every packet of `path`'s video stream `stream` (no decoding); -1:
+// its best video stream, as av_find_best_stream picks it (a MediaReader may
+// pick another where that one has no decoder: pass its video_stream_index()).
+// Throws AVError naming the path when it cannot be opened or has no such stream.
+VideoPacketIndex scan_video_packets(const std::string& path, int stream = -1);
 
 // One part of the input: the frames whose pts lies in [start_pts, end_pts).
 // The decode starts at the keyframe at or before start_pts.
