@@ -264,7 +264,10 @@ MUTATIONS = [
     M("join-copies-untrimmed", "trim", "io/src/span_join.cpp",
       "      if (packet_->stream_index == video_ || !admit(t)) continue;", "      if (packet_->stream_index == video_) continue;"),
     M("span-parses-its-own-chain", "regions", "pipeline/src/segments.cpp",
-      "    r.chain = &chain_;\n", "\n"),
+      "  r.chain = &chain;\n", "\n"),
+    M("span-frames-handed-backwards", "order", "pipeline/src/segment_frames.cpp",
+      "        f = std::move(spans_[k].frames.front());\n        spans_[k].frames.pop_front();",
+      "        f = std::move(spans_[k].frames.back());\n        spans_[k].frames.pop_back();"),
     # ---- the Python module
     M("out-channel-axis-ignored", "shape", "python/src/arrays.cpp",
       "if (src.ndim != dst.ndim || src.width", "if (src.width", python=True),

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -327,6 +328,77 @@ TEST(SegmentedRun, X264SegmentsKeepThePlainRunsQuality) {
   EXPECT_LE(q.worst_drop_db, 1.0) << "frame " << q.worst_frame;
 }
 
+// Into a frame sink: the plain run's frames, in order, numbered and timed as
+// it numbers them, trimmed or not, with the spans run at once.
+TEST(SegmentedRun, FrameSinkGetsThePlainRunsFramesInOrder) {
+  sbtest::TempDir dir;
+  for (const SpanCase& c : kSpanCases) {
+    const std::string in = write_clip(dir, c.name, c.codec, c.options);
+    for (const bool trimmed : {false, true}) {
+      SCOPED_TRACE(std::string(c.name) + (trimmed ? ", trimmed" : ""));
+      Sunk plain, segmented;
+      PipelineOptions o1 = cpu_run(in, "gblur=sigma=1.5", plain), o3 = cpu_run(in, "gblur=sigma=1.5", segmented);
+      o3.segments = 3;
+      if (trimmed)
+        for (PipelineOptions* o : {&o1, &o3}) {
+          o->start_seconds = 0.3;
+          o->max_frames = 30;
+        }
+      const RunStats s1 = run_pipeline(o1), s3 = run_pipeline(o3);
+      EXPECT_GE(s3.segments, 2);
+      EXPECT_EQ(s3.frames, s1.frames);
+      EXPECT_EQ(segmented.index, plain.index);
+      EXPECT_EQ(segmented.pts, plain.pts);
+      ASSERT_EQ(segmented.bytes.size(), plain.bytes.size());
+      for (std::size_t i = 0; i < plain.bytes.size(); ++i)
+        EXPECT_TRUE(segmented.bytes[i] == plain.bytes[i]) << "frame " << i;
+    }
+  }
+}
+
+// More spans than workers (a long clip): each worker takes its next span in
+// turn and the frames still come in order; a sink that throws ends the run
+// with its error, and the caller's stop ends it early without one.
+TEST(SegmentedRun, FrameSinkSpansTakeTurnsAndStop) {
+  sbtest::TempDir dir;
+  io::SyntheticClipSpec spec;
+  spec.width = 32;
+  spec.height = 24;
+  spec.frames = 1300;  // more than 600 frames a span for each of 2 workers: 3 spans
+  spec.video_options = "g=10";
+  const std::string in = dir.file("long.mkv");
+  io::write_synthetic_clip(in, spec);
+  Sunk plain, segmented;
+  run_pipeline(cpu_run(in, "boxblur=radius=1", plain));
+  PipelineOptions o = cpu_run(in, "boxblur=radius=1", segmented);
+  o.segments = 2;
+  const RunStats st = run_pipeline(o);
+  EXPECT_GE(st.segments, 3);
+  EXPECT_EQ(segmented.index, plain.index);
+  EXPECT_TRUE(segmented.bytes == plain.bytes);
+
+  PipelineOptions failing = o;
+  int seen = 0;
+  failing.frame_sink = [&seen](const FrameView&) {
+    if (++seen == 700) throw std::runtime_error("the sink gave up");
+  };
+  EXPECT_EQ(error_of([&] { run_pipeline(failing); }), "the sink gave up");
+  EXPECT_EQ(seen, 700);
+
+  std::atomic<bool> stop{false};
+  PipelineOptions stopped = o;
+  seen = 0;
+  stopped.stop = &stop;
+  stopped.frame_sink = [&](const FrameView& v) {
+    EXPECT_EQ(v.index, seen++);
+    if (seen == 650) stop = true;
+  };
+  const RunStats early = run_pipeline(stopped);
+  EXPECT_TRUE(early.stopped_early);
+  EXPECT_GE(early.frames, 650);
+  EXPECT_LT(early.frames, 1300);
+}
+
 // Progress counts the frames of every span, never goes back, and ends once
 // with the whole run's frames.
 TEST(SegmentedRun, ProgressAddsUpTheSpans) {
@@ -486,6 +558,13 @@ TEST(SegmentedRun, WhatSegmentsDoNotGoWithIsRefusedFirst) {
   o.segments = 3;
   o.max_frames = 0;
   EXPECT_TRUE(contains(error_of([&] { run_pipeline(o); }), "the frame limit must be at least 1"));
+  o.max_frames.reset();
+  PipelineOptions sink = o;
+  sink.output.clear();
+  sink.frame_sink = [](const FrameView&) {};
+  sink.sink_memory = SinkMemory::Device;
+  sink.backend = BackendChoice::Cuda;
+  EXPECT_TRUE(contains(error_of([&] { run_pipeline(sink); }), "segments do not go with a frame sink in device memory"));
   EXPECT_FALSE(std::filesystem::exists(o.output));
 }
 

@@ -23,6 +23,7 @@
 
 extern "C" {
 #include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
 }
 
 #include "streamblur/io/keyframe_index.hpp"
@@ -32,6 +33,7 @@ extern "C" {
 #include "streamblur/pipeline/detail/span_run.hpp"
 #include "streamblur/pipeline/regions.hpp"
 #include "region_checks.hpp"
+#include "segment_frames.hpp"
 
 namespace streamblur::detail {
 namespace {
@@ -47,7 +49,8 @@ void check_segment_options(const PipelineOptions& o) {
   auto refuse = [](const std::string& what) {
     throw std::invalid_argument("segments do not go with " + what + " yet; run it as one segment");
   };
-  if (o.frame_sink) refuse("a frame sink");
+  if (o.frame_sink && o.sink_memory == SinkMemory::Device && o.backend == BackendChoice::Cuda)
+    refuse("a frame sink in device memory (SinkMemory::Host hands the frames over in host memory)");
   if (o.realtime) refuse("reading at the native frame rate");
   io::check_span(io::ReadSpan{.start_seconds = o.start_seconds, .duration_seconds = o.duration_seconds,
                               .max_frames = o.max_frames});
@@ -88,10 +91,22 @@ void end_at_frame_limit(Trim& t, const io::SpanPlanning& plan, AVRational time_b
   t.copy.end = t.copy.end == AV_NOPTS_VALUE ? end : std::min(t.copy.end, end);
 }
 
+}  // namespace
+
 std::function<void(const std::string&)> note_of(const PipelineOptions& o) {
   if (o.note) return o.note;
   return [](const std::string& s) { std::cerr << s << "\n"; };
 }
+
+std::function<void(const std::string&)> said_once(std::function<void(const std::string&)> note) {
+  auto said = std::make_shared<std::pair<std::mutex, std::set<std::string>>>();
+  return [said, note = std::move(note)](const std::string& line) {
+    std::lock_guard<std::mutex> lock(said->first);
+    if (said->second.insert(line).second) note(line);
+  };
+}
+
+namespace {
 
 // The spans' runs, all at once. A span that fails stops the others; the
 // first failure is rethrown. The caller's stop flag stops them all.
@@ -129,21 +144,10 @@ class SpanRuns {
 
  private:
   void run_one(std::size_t k) {
-    PipelineOptions o = opt_;
-    o.segments = 1;
-    o.start_seconds = o.duration_seconds = std::nullopt;  // the plan has the trim
-    o.max_frames = std::nullopt;
-    o.stop = &halt_;
-    o.progress = nullptr;
+    PipelineOptions o = span_options(opt_, &halt_);
     if (opt_.progress) o.progress = [this, k](const Progress& p) { report(k, p); };
-    o.note = [this](const std::string& line) { note_once(line); };  // each span says the same
-    SpanRun r;
-    const io::SpanPlan& s = plan_.spans[k];
-    if (s.start_pts != std::numeric_limits<int64_t>::min()) r.from_pts = s.start_pts;
-    if (s.end_pts != std::numeric_limits<int64_t>::max()) r.until_pts = s.end_pts;
-    r.first_index = s.first_frame;
-    r.pts_shift = shift_;
-    r.chain = &chain_;
+    o.note = notes_;
+    SpanRun r = span_run_of(plan_.spans[k], shift_, chain_);
     if (!spools_.empty()) {
       io::PacketSpool* spool = spools_[k].get();
       r.video_packets = [spool](const AVPacket& p) { spool->append(p); };
@@ -172,14 +176,10 @@ class SpanRuns {
     opt_.progress(q);
   }
 
-  void note_once(const std::string& line) {
-    std::lock_guard<std::mutex> lock(m_);
-    if (said_.insert(line).second) note_(line);
-  }
+
 
   const PipelineOptions& opt_;
-  const std::function<void(const std::string&)> note_ = note_of(opt_);
-  std::set<std::string> said_;
+  const std::function<void(const std::string&)> notes_ = said_once(note_of(opt_));  // each span says the same
   const io::SpanPlanning& plan_;
   const std::vector<FilterInstanceSpec>& chain_;
   int64_t shift_;
@@ -258,6 +258,38 @@ RunStats one_segment(PipelineOptions o, const std::string& why) {
   return run_pipeline(o);
 }
 
+// The spans to cut the input into: the segments asked for, or with a frame
+// sink (the frames held until their turn) short ones for that many at a time.
+int wanted_spans(const PipelineOptions& o, const io::MediaReader& source, const io::VideoPacketIndex& index,
+                 const Trim& t) {
+  if (!o.frame_sink) return o.segments;
+  const int64_t kept = io::plan_spans(index, 1, t.keep_from, t.keep_until, o.max_frames).spans.front().frames;
+  const io::VideoInfo& v = source.video();
+  const int bytes = av_image_get_buffer_size(v.pix_fmt, v.width, v.height, 1);
+  return ordered_span_count(kept, bytes > 0 ? bytes : int64_t{v.width} * v.height * 3, o.segments);
+}
+
+RunStats finished(const PipelineOptions& opt, RunStats st, double scan_s, double join_s, double wall_s);
+
+// A segmented run into a frame sink, every frame in order (segment_frames.hpp).
+RunStats into_sink(const PipelineOptions& opt, const io::SpanPlanning& plan,
+                   const std::vector<FilterInstanceSpec>& chain, int64_t shift, RegionChecks& regions, double scan_s,
+                   Clock::time_point t0) {
+  const InOrderRun r = run_spans_in_order(opt, plan, chain, shift, opt.segments);
+  RunStats st = combined(r.spans);
+  st.frames = r.frames;
+  st.stopped_early = r.stopped;
+  if (!r.stopped) {
+    for (std::size_t k = 0; k < plan.spans.size(); ++k)
+      if (r.spans[k].frames != plan.spans[k].frames)
+        throw std::runtime_error("span " + std::to_string(k + 1) + " gave " + std::to_string(r.spans[k].frames) +
+                                 " frames where the keyframe index counts " + std::to_string(plan.spans[k].frames) +
+                                 "; the frames handed over are not the whole video's");
+    regions.used();
+  }
+  return finished(opt, st, scan_s, 0, since(t0));
+}
+
 // The whole run's statistics, and the final progress call.
 RunStats finished(const PipelineOptions& opt, RunStats st, double scan_s, double join_s, double wall_s) {
   st.scan_s = scan_s;
@@ -277,6 +309,26 @@ RunStats finished(const PipelineOptions& opt, RunStats st, double scan_s, double
 
 }  // namespace
 
+PipelineOptions span_options(const PipelineOptions& options, std::atomic<bool>* halt) {
+  PipelineOptions o = options;
+  o.segments = 1;
+  o.start_seconds = o.duration_seconds = std::nullopt;  // the plan has the trim
+  o.max_frames = std::nullopt;
+  o.stop = halt;
+  o.progress = nullptr;
+  return o;
+}
+
+SpanRun span_run_of(const io::SpanPlan& s, int64_t shift, const std::vector<FilterInstanceSpec>& chain) {
+  SpanRun r;
+  if (s.start_pts != std::numeric_limits<int64_t>::min()) r.from_pts = s.start_pts;
+  if (s.end_pts != std::numeric_limits<int64_t>::max()) r.until_pts = s.end_pts;
+  r.first_index = s.first_frame;
+  r.pts_shift = shift;
+  r.chain = &chain;
+  return r;
+}
+
 RunStats run_segmented(const PipelineOptions& opt) {
   check_segment_options(opt);
   if (opt.segments == 1) return run_pipeline(opt);
@@ -291,7 +343,8 @@ RunStats run_segmented(const PipelineOptions& opt) {
   const io::MediaReader source(opt.input, ro);
   const io::VideoPacketIndex index = io::scan_video_packets(opt.input, source.video_stream_index());
   Trim trim = trim_of(opt, source, index);
-  const io::SpanPlanning plan = io::plan_spans(index, opt.segments, trim.keep_from, trim.keep_until, opt.max_frames);
+  const io::SpanPlanning plan = io::plan_spans(index, wanted_spans(opt, source, index, trim), trim.keep_from,
+                                               trim.keep_until, opt.max_frames);
   end_at_frame_limit(trim, plan, index.time_base);
   const double scan_s = since(t0);
   if (plan.spans.size() < 2) {
@@ -303,6 +356,7 @@ RunStats run_segmented(const PipelineOptions& opt) {
   int64_t frames = 0;
   for (const io::SpanPlan& s : plan.spans) frames += s.frames;
   regions.fit(region_video(source, opt.start_seconds.has_value(), frames));
+  if (opt.frame_sink) return into_sink(opt, plan, chain, trim.copy.shift, regions, since(t0), t0);
   const std::string folder = out ? std::filesystem::absolute(opt.output).parent_path().string() : "";
   SpanRuns runs(opt, plan, chain, trim.copy.shift, out.has_value(), folder);
   runs.run();

@@ -40,7 +40,8 @@ std::unique_ptr<FrameBlock> host_frame_block(size_t bytes) {
 
 FrameStream::FrameStream(const std::string& path, const std::string& vf, const std::string& backend,
                          const std::string& hwdec, int inflight, bool to_device, int device, int array_kind,
-                         const std::string& format, std::optional<double> start, std::optional<double> duration)
+                         const std::string& format, std::optional<double> start, std::optional<double> duration,
+                         int segments)
     : to_device_(to_device), device_(device), kind_(static_cast<ArrayKind>(array_kind)),
       want_format_(parse_frame_format(format, to_device)), device_frames_(device, to_device) {
   if (array_kind < 0 || array_kind > 2) throw std::invalid_argument("bad array kind");
@@ -55,6 +56,7 @@ FrameStream::FrameStream(const std::string& path, const std::string& vf, const s
   o.start_seconds = start;  // checked by run_pipeline (std::invalid_argument: ValueError)
   o.duration_seconds = duration;
   o.stop = &stop_;
+  o.segments = segments;  // checked by run_pipeline (std::invalid_argument: ValueError)
   o.sink_memory = to_device ? SinkMemory::Device : SinkMemory::Host;
   o.note = [this](const std::string& text) {
     std::lock_guard<std::mutex> lock(mutex_);

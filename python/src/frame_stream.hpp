@@ -49,10 +49,11 @@ enum class ArrayKind { Numpy = 0, Cupy = 1, Torch = 2 };
 class FrameStream {
  public:
   // `format`: the pixel format frames are handed over in ("" for the
-  // processing format), converted on the CPU; `start`, `duration`: trimming.
+  // processing format), converted on the CPU; `start`, `duration`: trimming;
+  // `segments`: PipelineOptions::segments (frames in host memory only).
   FrameStream(const std::string& path, const std::string& vf, const std::string& backend, const std::string& hwdec,
               int inflight, bool to_device, int device, int array_kind, const std::string& format,
-              std::optional<double> start, std::optional<double> duration);
+              std::optional<double> start, std::optional<double> duration, int segments);
   ~FrameStream();
   FrameStream(const FrameStream&) = delete;
   FrameStream& operator=(const FrameStream&) = delete;

@@ -114,9 +114,9 @@ void bind_video_calls(nb::module_& m) {
   nb::class_<FrameStream>(m, "FrameStream",
                           "One pipeline run with a frame sink on a background thread (see streamblur.frames).")
       .def(nb::init<const std::string&, const std::string&, const std::string&, const std::string&, int, bool, int,
-                    int, const std::string&, std::optional<double>, std::optional<double>>(),
+                    int, const std::string&, std::optional<double>, std::optional<double>, int>(),
            "path"_a, "vf"_a, "backend"_a, "hwdec"_a, "inflight"_a, "to_device"_a, "device"_a, "array_kind"_a,
-           "format"_a, "start"_a.none(), "duration"_a.none())
+           "format"_a, "start"_a.none(), "duration"_a.none(), "segments"_a)
       .def("next", &FrameStream::next,
            "(planes, pts_seconds, index, format, width, height); StopIteration at the end")
       .def("close", &FrameStream::close)

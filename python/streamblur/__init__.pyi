@@ -159,4 +159,5 @@ def frames(
     format: str | None = None,
     start: _Time = None,
     duration: _Time = None,
+    segments: int = 1,
 ) -> FrameIterator: ...

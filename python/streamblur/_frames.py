@@ -6,7 +6,7 @@ import atexit
 import weakref
 from typing import Any, Optional
 
-from ._checks import _choice, _optional_str, _path, _time_seconds
+from ._checks import _choice, _integer, _optional_str, _path, _time_seconds
 from ._info import cuda_available
 from ._native import _ext, _public
 from ._video import _check_input_exists, _check_video_args
@@ -218,7 +218,7 @@ def _frames_device(device, array, backend, hwdec, format):  # noqa: A002
 @_public
 def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "auto", backend: str = "auto",
            inflight: int = 4, array: Optional[str] = None, format: Optional[str] = None,  # noqa: A002
-           start: Any = None, duration: Any = None) -> FrameIterator:
+           start: Any = None, duration: Any = None, segments: int = 1) -> FrameIterator:
     """Iterates over the frames of a video, filtered by ``vf``, as arrays.
 
     >>> for f in streamblur.frames("in.mp4", "gblur=sigma=2", device="cuda"):
@@ -236,8 +236,7 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
 
     Ctrl-C while ``next()`` waits for a frame raises KeyboardInterrupt at
     once; the pipeline goes on (no frame is lost: a later ``next()`` returns
-    the next one) until the iterator is closed, e.g. by leaving its ``with``
-    block.
+    the next one) until the iterator is closed (leaving its ``with`` block).
 
     Parameters
     ----------
@@ -262,14 +261,16 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
     format : str or None, optional
         The pixel format frames come in, by FFmpeg's name, as PyAV's
         ``to_ndarray(format=...)``: ``'rgb24'`` (one HxWx3 plane), ``'gray'``
-        (one HxW plane: the luma as stored), ``'yuv420p'`` (three planes), or another format
-        streamblur processes natively (a ValueError lists them); converted
-        after the filters with FFmpeg's swscale (the input's colour matrix and
-        range). None (default): the
-        processing format (the input's own when it is processed natively).
-        Only with ``device='cpu'``.
+        (one HxW plane: the luma as stored), ``'yuv420p'`` (three planes), or
+        another format streamblur processes natively (a ValueError lists
+        them); converted after the filters with FFmpeg's swscale (the input's
+        colour matrix and range). None (default): the processing format (the
+        input's own when it is processed natively). Only with ``device='cpu'``.
     start, duration : float, str or None, optional
         Trimming, as for :func:`process_video`.
+    segments : int, optional
+        1 .. 64 spans at once, the frames still in order (docs/python.md), in
+        host memory (``device=None`` means ``'cpu'``; ``'cuda'``: ValueError).
 
     Returns
     -------
@@ -297,7 +298,10 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
     duration = _time_seconds(duration, "duration")
     if duration is not None and duration <= 0:  # raised here, not from the first next()
         raise ValueError(f"duration must be more than 0 seconds, got {duration}")
-    device, array = _frames_device(device, array, backend, hwdec, format)
+    segments = _integer(segments, "segments", 1, 64)
+    if segments > 1 and device == "cuda":
+        raise ValueError("segments > 1 hands the frames over in host memory only, for now: use device='cpu'")
+    device, array = _frames_device("cpu" if segments > 1 else device, array, backend, hwdec, format)
     if vf:
         _ext.check_chain(vf)  # ValueError for a bad chain, before anything starts
     _check_input_exists(path, "frames")
@@ -310,5 +314,5 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
     else:  # the CUDA backend may still filter (and NVDEC decode) on the current device
         dev = int(_ext.current_device()) if cuda_available() else 0
     stream = _ext.FrameStream(path, vf, backend, hwdec, int(inflight), device == "cuda", dev, _ARRAY_KIND[array],
-                              format, start, duration)
+                              format, start, duration, segments)
     return FrameIterator(stream, device, array)

@@ -186,6 +186,24 @@ def test_process_videos_runs_each_file_in_segments(tmp_path):
         streamblur.process_videos(srcs, seg, segments=65, overwrite=True)
 
 
+def test_frames_in_segments_come_in_order(tmp_path):
+    src = tmp_path / "long.mkv"
+    write_test_clip(src, width=33, height=25, frames=40)  # a keyframe every 12 frames
+    for trim in ({}, dict(start=0.1)):
+        with streamblur.frames(src, "gblur=sigma=1.5", device="cpu", backend="cpu", **trim) as it:
+            want = [(f.index, f.pts, [p.copy() for p in f.planes]) for f in it]
+        with streamblur.frames(src, "gblur=sigma=1.5", backend="cpu", segments=3, **trim) as it:
+            got = [(f.index, f.pts, [p.copy() for p in f.planes]) for f in it]
+            stats = it.stats
+        assert stats["segments"] == 3 and stats["frames"] == len(want) >= 37
+        assert [g[:2] for g in got] == [w[:2] for w in want]
+        for (i, _, g), (_, _, w) in zip(got, want):
+            for a, b in zip(g, w):
+                assert isinstance(a, np.ndarray) and np.array_equal(a, b), f"frame {i}"
+    with pytest.raises(ValueError, match="host memory only"):
+        streamblur.frames(src, device="cuda", segments=2)
+
+
 def test_process_video_segments_refuse_what_they_do_not_go_with(tmp_path):
     src = tmp_path / "in.mkv"
     write_test_clip(src, width=33, height=25, frames=12)

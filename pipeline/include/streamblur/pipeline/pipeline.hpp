@@ -161,9 +161,14 @@ struct PipelineOptions {
   // too few keyframes; one, with a note, where the spans' frame counts or
   // encoder headers do not agree with the plan. Trimming cuts the plan (the
   // output is the trimmed plain run's); regions files see the whole run's
-  // frame indices and pts, and are checked over all the spans. Not yet with
-  // a frame sink or realtime reading (std::invalid_argument). A stop
-  // (Ctrl-C) fails the run and writes no output.
+  // frame indices and pts, and are checked over all the spans. A frame sink
+  // gets every frame in order: the input is cut into short spans (60 to 600
+  // frames), `segments` of them run at a time, each worker taking the next in
+  // turn, and the frames of the spans ahead wait in host memory (about 2 GiB
+  // in all); the sink's frames must be in host memory (SinkMemory::Host, or
+  // the CPU backend), and a stop ends it early as it does a plain run. Not
+  // yet with realtime reading (std::invalid_argument). A stop (Ctrl-C) of a
+  // run with an output fails it and writes no output.
   int segments = 1;
 };
 
