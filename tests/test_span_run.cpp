@@ -5,15 +5,20 @@
 // its video stream alone with the input's timestamps.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" {
@@ -429,6 +434,26 @@ TEST(SegmentedRun, OneGopFallsBackToOneSegmentWithANote) {
   EXPECT_EQ(st.frames, 50);
   ASSERT_FALSE(notes.empty());
   EXPECT_TRUE(contains(notes.front(), "segments: one segment")) << notes.front();
+}
+
+// A FIFO (or a pipe, a device, a stream) is read only once: one segment,
+// with a note, and the plain run's output.
+TEST(SegmentedRun, AnInputReadOnlyOnceRunsAsOneSegment) {
+  sbtest::TempDir dir;
+  const std::string clip = write_clip(dir, "in.mkv", "ffv1", "g=10"), fifo = dir.file("live.mkv");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  std::thread feeder([&] {
+    std::ifstream in(clip, std::ios::binary);
+    std::ofstream(fifo, std::ios::binary) << in.rdbuf();
+  });
+  std::vector<std::string> notes;
+  const RunStats st = run_pipeline(transcode(fifo, dir.file("out.mkv"), 3, &notes));
+  feeder.join();
+  EXPECT_EQ(st.segments, 1);
+  EXPECT_EQ(st.frames, 50);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_TRUE(contains(notes.front(), "segments: one segment (the input is a FIFO or a device, read only once)")) << notes.front();
+  EXPECT_EQ(sbtest::read_frames(dir.file("out.mkv")).pts.size(), 50u);
 }
 
 // A span that fails fails the run with its error, and nothing is left.

@@ -56,6 +56,19 @@ void check_segment_options(const PipelineOptions& o) {
                               .max_frames = o.max_frames});
 }
 
+// Why the input cannot be opened once per span, "" when it can: a pipe, a
+// FIFO or a device is read once, and so is a network stream.
+std::string read_once(const std::string& input) {
+  if (input == "-" || input.rfind("pipe:", 0) == 0) return "the input is a pipe, read only once";
+  if (input.find("://") != std::string::npos && input.rfind("file:", 0) != 0)
+    return "the input is a network stream, read only once";
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(input, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    return "the input is a FIFO or a device, read only once";
+  return "";
+}
+
 // The part of the input a trimmed run keeps, cut as the plain run's reader
 // cuts it (io::ReadSpan): the video frames by their pts on the microsecond
 // clock, the other streams' window, and the shift of every timestamp.
@@ -332,6 +345,7 @@ SpanRun span_run_of(const io::SpanPlan& s, int64_t shift, const std::vector<Filt
 RunStats run_segmented(const PipelineOptions& opt) {
   check_segment_options(opt);
   if (opt.segments == 1) return run_pipeline(opt);
+  if (const std::string why = read_once(opt.input); !why.empty()) return one_segment(opt, why);
   const auto t0 = Clock::now();
   const auto note = note_of(opt);
   const std::vector<FilterInstanceSpec> chain = parse_filter_chain(opt.filters);  // a bad chain fails first
