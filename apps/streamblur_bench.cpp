@@ -387,7 +387,7 @@ void print_pipeline_summary(const std::vector<bench::JobResult>& rs, const std::
   for (const auto& r : rs)
     if (r.quality)
       std::printf("  %-14s %-5s %-21s PSNR %.3f dB, plain %.3f dB; worst frame %lld, %.3f dB below the plain one\n",
-                  r.clip.c_str(), r.decoder == "nvdec" ? "NVDEC" : "", r.job.c_str(), r.quality->segmented_db,
+                  r.clip.c_str(), r.decoder == "nvdec" ? "NVDEC" : "CPU", r.job.c_str(), r.quality->segmented_db,
                   r.quality->plain_db, static_cast<long long>(r.quality->worst_frame), r.quality->worst_drop_db);
   for (const auto& n : notes) std::printf("  %s\n", n.c_str());
   std::fflush(stdout);
