@@ -17,38 +17,32 @@ import av
 import numpy as np
 
 
-def hevc10(path, w=258, h=146, frames=10, seed=1):
+def hevc_noise(path, w, h, frames, seed, pix_fmt, values, step, x265_params):
+    """`frames` frames of noise in `values` (low, high), brightened by `step` a frame, in HEVC."""
     rng = np.random.default_rng(seed)
+    dtype = np.uint16 if pix_fmt.endswith("10le") else np.uint8
     with av.open(path, "w") as out:
         s = out.add_stream("libx265", rate=30)
-        s.width, s.height, s.pix_fmt = w, h, "yuv420p10le"
-        s.options = {"x265-params": "log-level=error"}
+        s.width, s.height, s.pix_fmt = w, h, pix_fmt
+        s.options = {"x265-params": x265_params + ":log-level=error" if x265_params else "log-level=error"}
         for i in range(frames):
-            frame = av.VideoFrame(w, h, "yuv420p10le")
+            frame = av.VideoFrame(w, h, pix_fmt)
             for plane, (pw, ph) in zip(frame.planes, [(w, h)] + [((w + 1) // 2, (h + 1) // 2)] * 2):
-                rows = np.zeros((ph, plane.line_size // 2), np.uint16)
-                rows[:, :pw] = rng.integers(200, 800, (ph, pw)) + 20 * i
+                rows = np.zeros((ph, plane.line_size // dtype().itemsize), dtype)
+                rows[:, :pw] = rng.integers(*values, (ph, pw)) + step * i
                 plane.update(rows.tobytes())
             frame.pts = i
             out.mux(s.encode(frame))
         out.mux(s.encode())
 
 
-def hevc_cra(path, w=160, h=144, frames=50, seed=2):
-    rng = np.random.default_rng(seed)
-    with av.open(path, "w") as out:
-        s = out.add_stream("libx265", rate=30)
-        s.width, s.height, s.pix_fmt = w, h, "yuv420p"
-        s.options = {"x265-params": "keyint=12:min-keyint=12:scenecut=0:bframes=3:open-gop=1:log-level=error"}
-        for i in range(frames):
-            frame = av.VideoFrame(w, h, "yuv420p")
-            for plane, (pw, ph) in zip(frame.planes, [(w, h)] + [(w // 2, h // 2)] * 2):
-                rows = np.zeros((ph, plane.line_size), np.uint8)
-                rows[:, :pw] = rng.integers(40, 200, (ph, pw)) + i
-                plane.update(rows.tobytes())
-            frame.pts = i
-            out.mux(s.encode(frame))
-        out.mux(s.encode())
+def hevc10(path):
+    hevc_noise(path, 258, 146, 10, 1, "yuv420p10le", (200, 800), 20, "")
+
+
+def hevc_cra(path):
+    hevc_noise(path, 160, 144, 50, 2, "yuv420p", (40, 200), 1,
+               "keyint=12:min-keyint=12:scenecut=0:bframes=3:open-gop=1")
 
 
 if __name__ == "__main__":
