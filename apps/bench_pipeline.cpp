@@ -195,11 +195,16 @@ size_t PipelineBench::run_job(const ClipSpec& clip, const std::string& job, cons
   p.encoder.preset = opt_.preset;
   p.overwrite = true;
   p.segments = segments;
+  if (segments > 1 && opt_.segment_cpu_decoders > 0) {
+    p.segments_cpu_decoders = opt_.segment_cpu_decoders;
+    if (p.hwdec == HwDecode::Nvdec) p.hwdec = HwDecode::Auto;  // NVDEC for the others
+  }
   std::string run_notes;
   p.note = [&run_notes](const std::string& n) { run_notes += (run_notes.empty() ? "" : "; ") + n; };
   JobResult r;
   r.clip = clip.name;
   r.job = segments > 1 ? job + "-seg" + std::to_string(segments) : job;
+  if (segments > 1 && p.segments_cpu_decoders > 0) r.job += "c" + std::to_string(p.segments_cpu_decoders);
   r.tool = "streamblur";
   r.backend = filters.empty() && !hw ? "" : backend_name(backend);
   r.stats = run_pipeline(p);

@@ -36,6 +36,7 @@ struct PipelineBenchOptions {
   std::string gblur = "gblur=sigma=2";
   std::string chain = "gblur=sigma=2,boxblur=radius=3";
   int segments = 1;             // > 1: the filtered jobs again in this many segments, against their plain rows
+  int segment_cpu_decoders = 0; // of those segments' workers, how many decode on the CPU (CUDA backend)
   std::function<void(const std::string&)> progress;  // a line per step
 };
 

@@ -69,8 +69,19 @@ void add_common_options(CLI::App& app, CommonOptions& c) {
   app.add_option("--inflight", c.inflight, "frames in flight (slots of pinned + device memory)")->check(CLI::Range(1, 64));
   app.add_option("--threads", c.threads, "decoder threads (0 = automatic)")->check(CLI::Range(0, 256));
   app.add_option("--segments", c.segments,
-                 "cut the input at keyframes into N spans, run them at once and join them (default 1)")
-      ->check(CLI::Range(1, 64));
+                 "cut the input at keyframes into N spans, run them at once and join them (default 1); auto: as "
+                 "many as pay, said in a note")
+      ->transform(CLI::Validator(
+          [](std::string& s) -> std::string {
+            if (s == "auto") {
+              s = std::to_string(kSegmentsAuto);
+              return "";
+            }
+            int n = 0;
+            if (!CLI::detail::lexical_cast(s, n) || n < 1 || n > 64) return "must be auto or 1 to 64, got " + s;
+            return "";
+          },
+          "N|auto"));
   add_trim_options(app, c);
   app.add_flag("-y,--overwrite", c.overwrite, "overwrite outputs that exist");
   app.add_flag("-n,--no-overwrite", c.never_overwrite,

@@ -311,6 +311,9 @@ CLI::App* add_pipeline_command(CLI::App& app, PipelineArgs& a) {
   pipeline->add_option("--segments", a.opt.segments,
                        "also run the filtered jobs in N segments, each beside its plain row (default 1: not)")
       ->check(CLI::Range(1, 64));
+  pipeline->add_option("--segment-cpu-decoders", a.opt.segment_cpu_decoders,
+                       "of the N segments at once, how many decode on the CPU, the others with NVDEC (rows -segNcK)")
+      ->check(CLI::Range(0, 64));
   pipeline->add_option("--preset", a.opt.preset, "encoder preset (default ultrafast)");
   pipeline->add_flag("--tiny", a.tiny, "tiny clips and few frames: checks that everything runs (CI)");
   pipeline->add_flag("--no-cpu", a.no_cpu, "skip the CPU backend when CUDA is present");

@@ -436,6 +436,80 @@ TEST(SegmentedRun, OneGopFallsBackToOneSegmentWithANote) {
   EXPECT_TRUE(contains(notes.front(), "segments: one segment")) << notes.front();
 }
 
+// segments = auto: spans of 240 frames or more, on the CPU backend at most
+// half the cores (and 8), said in a note; the output is the plain run's.
+TEST(SegmentedRun, AutoCutsAsManySpansAsPayAndSaysWhy) {
+  sbtest::TempDir dir;
+  const std::string short_clip = write_clip(dir, "short.mkv", "ffv1", "g=10");
+  std::vector<std::string> notes;
+  RunStats st = run_pipeline(transcode(short_clip, dir.file("short-out.mkv"), kSegmentsAuto, &notes));
+  EXPECT_EQ(st.segments, 1);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes.front(), "segments: one segment (auto: spans of 240 frames or more in 50)");
+
+  io::SyntheticClipSpec spec;
+  spec.codec = "ffv1";
+  spec.width = 33;
+  spec.height = 17;
+  spec.frames = 720;
+  spec.noise = true;
+  spec.video_options = "g=10";
+  const std::string long_clip = dir.file("long.mkv");
+  io::write_synthetic_clip(long_clip, spec);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int want = std::clamp(std::min(720 / 240, cores / 2), 1, 8);
+  notes.clear();
+  st = run_pipeline(transcode(long_clip, dir.file("auto.mkv"), kSegmentsAuto, &notes));
+  EXPECT_EQ(st.segments, want);
+  EXPECT_EQ(st.frames, 720);
+  ASSERT_FALSE(notes.empty());
+  const std::string said = want == 1 ? "segments: one segment (auto: half of the " + std::to_string(cores) + " cores"
+                                     : "segments: auto: " + std::to_string(want) + " spans at once (";
+  EXPECT_TRUE(notes.front().starts_with(said)) << notes.front() << " (wanted " << said << ")";
+  run_pipeline(transcode(long_clip, dir.file("one.mkv"), 1, nullptr));
+  const sbtest::ReadFrames a = sbtest::read_frames(dir.file("one.mkv"));
+  for (const char* out : {"auto.mkv", "dealt.mkv"}) {
+    SCOPED_TRACE(out);
+    if (out == std::string("dealt.mkv")) {
+      // With workers decoding on the CPU, 3 spans a worker (120 frames or
+      // more each), dealt out as workers free up.
+      PipelineOptions o = transcode(long_clip, dir.file(out), 2, nullptr);
+      o.segments_cpu_decoders = 1;
+      EXPECT_EQ(run_pipeline(o).segments, 6);
+    }
+    const sbtest::ReadFrames b = sbtest::read_frames(dir.file(out));
+    EXPECT_EQ(b.pts, a.pts);
+    EXPECT_EQ(b.bytes.size(), 720u);
+    EXPECT_TRUE(b.bytes == a.bytes);
+  }
+}
+
+// On the CUDA backend, spans decoded by NVDEC and on the CPU side by side:
+// more spans than workers, each taken by the next worker free, and still the
+// sequential run's frames (NVDEC takes the mpeg4 and x264 clips).
+TEST(SegmentedRun, CudaMixedDecodersGiveTheSequentialFrames) {
+  SBTEST_SKIP_WITHOUT_GPU();
+  sbtest::TempDir dir;
+  for (const SpanCase& c : kSpanCases) {
+    SCOPED_TRACE(c.name);
+    const std::string in = write_clip(dir, c.name, c.codec, c.options);
+    PipelineOptions one = transcode(in, dir.file(std::string("one-") + c.name + ".mkv"), 1, nullptr);
+    std::vector<std::string> notes;
+    PipelineOptions mixed = transcode(in, dir.file(std::string("mixed-") + c.name + ".mkv"), 2, &notes);
+    one.backend = mixed.backend = BackendChoice::Cuda;
+    mixed.segments_cpu_decoders = 1;
+    run_pipeline(one);
+    const RunStats st = run_pipeline(mixed);
+    for (const std::string& n : notes) EXPECT_FALSE(contains(n, "segments:")) << n;  // no fallback
+    EXPECT_EQ(st.segments, 2);  // 50 frames: spans of 120 or more would be too long, so one each
+    if (c.codec != std::string("ffv1")) EXPECT_EQ(st.decoder, "mixed");
+    const sbtest::ReadFrames a = sbtest::read_frames(one.output), b = sbtest::read_frames(mixed.output);
+    EXPECT_EQ(b.pts, a.pts);
+    ASSERT_EQ(b.bytes.size(), a.bytes.size());
+    for (std::size_t i = 0; i < a.bytes.size(); ++i) EXPECT_TRUE(b.bytes[i] == a.bytes[i]) << "frame " << i;
+  }
+}
+
 // A FIFO (or a pipe, a device, a stream) is read only once: one segment,
 // with a note, and the plain run's output.
 TEST(SegmentedRun, AnInputReadOnlyOnceRunsAsOneSegment) {
@@ -578,8 +652,15 @@ TEST(SegmentedRun, WhatSegmentsDoNotGoWithIsRefusedFirst) {
   o.realtime = true;
   EXPECT_TRUE(contains(error_of([&] { run_pipeline(o); }), "segments do not go with reading at the native frame rate"));
   o.realtime = false;
-  o.segments = 0;
-  EXPECT_TRUE(contains(error_of([&] { run_pipeline(o); }), "segments must be between 1 and 64"));
+  o.segments = -1;
+  EXPECT_TRUE(contains(error_of([&] { run_pipeline(o); }), "segments must be between 1 and 64 (or auto), got -1"));
+  o.segments = 3;
+  o.segments_cpu_decoders = 1;
+  o.hwdec = HwDecode::Nvdec;
+  EXPECT_TRUE(contains(error_of([&] { run_pipeline(o); }), "segments decoded on the CPU (segments_cpu_decoders) do "
+                                                           "not go with NVDEC decoding required"));
+  o.hwdec = HwDecode::Auto;
+  o.segments_cpu_decoders = 0;
   o.segments = 3;
   o.max_frames = 0;
   EXPECT_TRUE(contains(error_of([&] { run_pipeline(o); }), "the frame limit must be at least 1"));

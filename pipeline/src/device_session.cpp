@@ -52,6 +52,24 @@ Backend resolve_backend(BackendChoice choice, std::string* why) {
 
 namespace detail {
 
+std::size_t free_device_memory(int device) {
+#if STREAMBLUR_HAVE_CUDA
+  std::size_t free = 0, total = 0;
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  const bool ok = cudaMemGetInfo(&free, &total) == cudaSuccess;
+  cudaSetDevice(current);
+  cudaGetLastError();
+  return ok ? free : 0;
+#else
+  (void)device;
+  return 0;
+#endif
+}
+
 #if STREAMBLUR_HAVE_CUDA
 namespace {
 

@@ -3,6 +3,7 @@
 // started on a thread of its own while the input opens (creating it costs
 // 0.2-0.3 s), and the NVDEC decoder's device context on it. In a build
 // without the CUDA backend nothing starts and there are no devices.
+#include <cstddef>
 #include <future>
 #include <memory>
 #include <string>
@@ -22,6 +23,9 @@ struct DeviceStartup {
   void* context = nullptr;  // CUcontext; nullptr when it could not be read (NVDEC then unavailable)
   std::string error;        // set when the device cannot be used
 };
+
+// Free memory of CUDA device `device` now (cudaMemGetInfo), 0 when it cannot be read.
+std::size_t free_device_memory(int device);
 
 class DeviceSession {
  public:

@@ -56,8 +56,9 @@ HeldFrame hold(const FrameView& v) {
 class InOrder {
  public:
   InOrder(const PipelineOptions& opt, const io::SpanPlanning& plan, const std::vector<FilterInstanceSpec>& chain,
-          int64_t shift, int workers)
-      : opt_(opt), plan_(plan), chain_(chain), shift_(shift), workers_(workers), spans_(plan.spans.size()) {}
+          int64_t shift, const SpanWorkers& workers)
+      : opt_(opt), plan_(plan), chain_(chain), shift_(shift), decoders_(workers), workers_(workers.count),
+        spans_(plan.spans.size()) {}
 
   std::vector<RunStats> run() {
     std::vector<std::thread> threads;
@@ -105,6 +106,7 @@ class InOrder {
         if (halt_) return;
       }
       PipelineOptions o = span_options(opt_, &halt_);
+      o.hwdec = decoders_.decoder(opt_, w);
       o.note = notes_;
       o.frame_sink = [this, k](const FrameView& v) {
         HeldFrame h = hold(v);
@@ -168,6 +170,7 @@ class InOrder {
   const io::SpanPlanning& plan_;
   const std::vector<FilterInstanceSpec>& chain_;
   int64_t shift_;
+  SpanWorkers decoders_;
   int workers_;
   std::vector<Span> spans_;
   std::size_t handed_ = 0;  // spans whose frames have all gone to the sink
@@ -189,7 +192,8 @@ int ordered_span_count(int64_t frames, int64_t frame_bytes, int workers) {
 }
 
 InOrderRun run_spans_in_order(const PipelineOptions& options, const io::SpanPlanning& plan,
-                              const std::vector<FilterInstanceSpec>& chain, int64_t shift, int workers) {
+                              const std::vector<FilterInstanceSpec>& chain, int64_t shift,
+                              const SpanWorkers& workers) {
   InOrder run(options, plan, chain, shift, workers);
   InOrderRun r;
   r.spans = run.run();

@@ -7,6 +7,7 @@
 
 #include "streamblur/io/keyframe_index.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
+#include "segments.hpp"
 
 namespace streamblur::detail {
 
@@ -26,13 +27,14 @@ struct InOrderRun {
   bool stopped = false;
 };
 
-// Runs the plan's spans through `chain`, worker w taking spans w, w +
-// workers, ...; a span starts once the one `workers` before it has been
+// Runs the plan's spans through `chain`, worker w (of workers.count, each
+// decoding as workers.decoder says) taking spans w, w + workers, ...; a span starts once the one `workers` before it has been
 // handed over, and its frames are copied to host memory until their turn.
 // options.frame_sink gets every frame in order, on the calling thread. The
 // first failure (a span's, or the sink's) stops the others and is rethrown.
 // options.stop ends it early (the others stop; no error).
 InOrderRun run_spans_in_order(const PipelineOptions& options, const io::SpanPlanning& plan,
-                              const std::vector<FilterInstanceSpec>& chain, int64_t shift, int workers);
+                              const std::vector<FilterInstanceSpec>& chain, int64_t shift,
+                              const SpanWorkers& workers);
 
 }  // namespace streamblur::detail

@@ -32,20 +32,26 @@ extern "C" {
 #include "streamblur/io/span_join.hpp"
 #include "streamblur/pipeline/detail/span_run.hpp"
 #include "streamblur/pipeline/regions.hpp"
+#include "device_session.hpp"
 #include "region_checks.hpp"
 #include "segment_frames.hpp"
 
 namespace streamblur::detail {
 namespace {
-
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
 
-// What segments do not go with yet: one line each, before anything is opened.
 void check_segment_options(const PipelineOptions& o) {
-  if (o.segments < 1 || o.segments > kMaxSegments)
-    throw std::invalid_argument("segments must be between 1 and " + std::to_string(kMaxSegments) + ", got " +
-                                std::to_string(o.segments));
+  if ((o.segments < 1 && o.segments != kSegmentsAuto) || o.segments > kMaxSegments)
+    throw std::invalid_argument("segments must be between 1 and " + std::to_string(kMaxSegments) +
+                                " (or auto), got " + std::to_string(o.segments));
+  if (o.segments_cpu_decoders < 0 || o.segments_cpu_decoders > kMaxSegments)
+    throw std::invalid_argument("segments_cpu_decoders must be between 0 and " + std::to_string(kMaxSegments) +
+                                ", got " + std::to_string(o.segments_cpu_decoders));
+  if (o.segments_cpu_decoders > 0 && o.hwdec == HwDecode::Nvdec)
+    throw std::invalid_argument("segments decoded on the CPU (segments_cpu_decoders) do not go with NVDEC "
+                                "decoding required (HwDecode::Nvdec)");
   auto refuse = [](const std::string& what) {
     throw std::invalid_argument("segments do not go with " + what + " yet; run it as one segment");
   };
@@ -56,8 +62,6 @@ void check_segment_options(const PipelineOptions& o) {
                               .max_frames = o.max_frames});
 }
 
-// Why the input cannot be opened once per span, "" when it can: a pipe, a
-// FIFO or a device is read once, and so is a network stream.
 std::string read_once(const std::string& input) {
   if (input == "-" || input.rfind("pipe:", 0) == 0) return "the input is a pipe, read only once";
   if (input.find("://") != std::string::npos && input.rfind("file:", 0) != 0)
@@ -68,6 +72,8 @@ std::string read_once(const std::string& input) {
     return "the input is a FIFO or a device, read only once";
   return "";
 }
+
+namespace {
 
 // The part of the input a trimmed run keeps, cut as the plain run's reader
 // cuts it (io::ReadSpan): the video frames by their pts on the microsecond
@@ -121,23 +127,65 @@ std::function<void(const std::string&)> said_once(std::function<void(const std::
 
 namespace {
 
-// The spans' runs, all at once. A span that fails stops the others; the
+// auto's choice (span_workers): the smallest of the bounds that apply.
+SpanWorkers auto_workers(const PipelineOptions& o, int64_t frames, int64_t frame_bytes, std::string* why) {
+  const Backend backend = resolve_backend(o.backend);
+  struct Bound {
+    int64_t n;
+    std::string what;
+  };
+  std::vector<Bound> bounds{{frames / kAutoMinSpanFrames, "spans of " + std::to_string(kAutoMinSpanFrames) +
+                                                              " frames or more in " + std::to_string(frames)}};
+  if (backend == Backend::Cuda && o.hwdec != HwDecode::None) {
+    bounds.push_back({kAutoCudaSpans, "one NVDEC session each"});
+    const std::size_t free = free_device_memory(o.device);
+    const int64_t per_span = std::max<int64_t>(frame_bytes, 1) * kSpanDeviceFrames;
+    if (free > 0)
+      bounds.push_back({static_cast<int64_t>(free / 2) / per_span,
+                        "about " + std::to_string(per_span >> 20) + " MiB of device memory each, within half of the " +
+                            std::to_string(free >> 20) + " MiB free"});
+  } else {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    bounds.push_back({std::min(kAutoCpuSpans, std::max(1, cores / 2)),
+                      "half of the " + std::to_string(cores) + " cores, at most " + std::to_string(kAutoCpuSpans)});
+  }
+  const Bound& b = *std::min_element(bounds.begin(), bounds.end(),
+                                     [](const Bound& x, const Bound& y) { return x.n < y.n; });
+  const int n = static_cast<int>(std::clamp<int64_t>(b.n, 1, kMaxSegments));
+  *why = n == 1 ? "auto: " + b.what : "auto: " + std::to_string(n) + " spans at once (" + b.what + ")";
+  return {n, backend == Backend::Cuda ? std::min(o.segments_cpu_decoders, n) : 0};
+}
+
+}  // namespace
+
+SpanWorkers span_workers(const PipelineOptions& o, int64_t frames, int64_t frame_bytes, std::string* why) {
+  if (o.segments == kSegmentsAuto) return auto_workers(o, frames, frame_bytes, why);
+  return {o.segments, std::min(o.segments_cpu_decoders, o.segments)};
+}
+
+namespace {
+
+// The spans' runs, a worker for each of the spans at once. A span that fails stops the others; the
 // first failure is rethrown. The caller's stop flag stops them all.
 class SpanRuns {
  public:
   // Every span filters through `chain` and has its timestamps moved back by `shift` (a trim's start).
   SpanRuns(const PipelineOptions& opt, const io::SpanPlanning& plan, const std::vector<FilterInstanceSpec>& chain,
-           int64_t shift, bool spool, const std::string& folder)
-      : opt_(opt), plan_(plan), chain_(chain), shift_(shift), n_(plan.spans.size()), stats_(n_), encoded_(n_),
-        done_(n_) {
+           int64_t shift, const SpanWorkers& workers, bool spool, const std::string& folder)
+      : opt_(opt), plan_(plan), chain_(chain), shift_(shift), workers_(workers), n_(plan.spans.size()), stats_(n_),
+        encoded_(n_), done_(n_) {
     for (const io::SpanPlan& s : plan.spans) total_ += s.frames;
     if (spool)
       for (std::size_t k = 0; k < n_; ++k) spools_.push_back(std::make_unique<io::PacketSpool>(folder));
   }
 
+  // Each worker takes the next span not yet taken until none is left.
   void run() {
     std::vector<std::future<void>> runs;
-    for (std::size_t k = 0; k < n_; ++k) runs.push_back(std::async(std::launch::async, [this, k] { run_one(k); }));
+    for (int w = 0; w < std::min<int>(workers_.count, static_cast<int>(n_)); ++w)
+      runs.push_back(std::async(std::launch::async, [this, w] {
+        for (std::size_t k = next_++; k < n_ && !halt_; k = next_++) run_one(k, w);
+      }));
     for (std::future<void>& f : runs) {
       while (f.wait_for(std::chrono::milliseconds(10)) != std::future_status::ready)
         if (opt_.stop && opt_.stop->load()) halt_ = true;
@@ -156,8 +204,9 @@ class SpanRuns {
   }
 
  private:
-  void run_one(std::size_t k) {
+  void run_one(std::size_t k, int worker) {
     PipelineOptions o = span_options(opt_, &halt_);
+    o.hwdec = workers_.decoder(opt_, worker);
     if (opt_.progress) o.progress = [this, k](const Progress& p) { report(k, p); };
     o.note = notes_;
     SpanRun r = span_run_of(plan_.spans[k], shift_, chain_);
@@ -196,7 +245,9 @@ class SpanRuns {
   const io::SpanPlanning& plan_;
   const std::vector<FilterInstanceSpec>& chain_;
   int64_t shift_;
+  SpanWorkers workers_;
   std::size_t n_;
+  std::atomic<std::size_t> next_{0};  // the next span a worker takes
   std::vector<RunStats> stats_;
   std::vector<io::EncodedVideo> encoded_;
   std::vector<std::unique_ptr<io::PacketSpool>> spools_;
@@ -209,12 +260,14 @@ class SpanRuns {
 };
 
 // Why the spans' outputs cannot be joined as they are (empty: they can).
-std::string unjoinable(const io::SpanPlanning& plan, const SpanRuns& runs) {
-  for (std::size_t k = 0; k < plan.spans.size(); ++k)
-    if (runs.stats()[k].frames != plan.spans[k].frames)
-      return "span " + std::to_string(k + 1) + " gave " + std::to_string(runs.stats()[k].frames) +
-             " frames where the keyframe index counts " + std::to_string(plan.spans[k].frames);
-  const std::vector<io::EncodedVideo>& e = runs.encoded();
+}  // namespace
+
+std::string unjoinable(const std::vector<int64_t>& planned, const std::vector<int64_t>& frames,
+                       const std::vector<io::EncodedVideo>& e) {
+  for (std::size_t k = 0; k < planned.size(); ++k)
+    if (frames[k] != planned[k])
+      return "span " + std::to_string(k + 1) + " gave " + std::to_string(frames[k]) +
+             " frames where the keyframe index counts " + std::to_string(planned[k]);
   for (std::size_t k = 1; k < e.size(); ++k) {
     const AVCodecParameters &a = *e[0].par, &b = *e[k].par;
     if (a.extradata_size != b.extradata_size ||
@@ -225,7 +278,6 @@ std::string unjoinable(const io::SpanPlanning& plan, const SpanRuns& runs) {
   return "";
 }
 
-// The spans' statistics as one run's: counts and stage times added up.
 RunStats combined(const std::vector<RunStats>& spans) {
   RunStats st = spans.front();
   st.frames = 0;
@@ -251,7 +303,6 @@ RunStats combined(const std::vector<RunStats>& spans) {
   return st;
 }
 
-// The output's encoder options as each span's pipeline has them.
 io::EncoderOptions join_options(const PipelineOptions& o, const std::function<void(const std::string&)>& note) {
   io::EncoderOptions e = o.encoder;
   e.display_name = o.output;
@@ -264,6 +315,8 @@ io::EncoderOptions join_options(const PipelineOptions& o, const std::function<vo
   return e;
 }
 
+namespace {
+
 // The run as one segment, after `why` (a note).
 RunStats one_segment(PipelineOptions o, const std::string& why) {
   note_of(o)("segments: one segment (" + why + ")");
@@ -271,24 +324,67 @@ RunStats one_segment(PipelineOptions o, const std::string& why) {
   return run_pipeline(o);
 }
 
-// The spans to cut the input into: the segments asked for, or with a frame
-// sink (the frames held until their turn) short ones for that many at a time.
-int wanted_spans(const PipelineOptions& o, const io::MediaReader& source, const io::VideoPacketIndex& index,
-                 const Trim& t) {
-  if (!o.frame_sink) return o.segments;
-  const int64_t kept = io::plan_spans(index, 1, t.keep_from, t.keep_until, o.max_frames).spans.front().frames;
+// Frames the trimmed run keeps, and the bytes of one of them.
+struct Kept {
+  int64_t frames = 0, frame_bytes = 0;
+};
+Kept kept_of(const PipelineOptions& o, const io::MediaReader& source, const io::VideoPacketIndex& index,
+             const Trim& t) {
   const io::VideoInfo& v = source.video();
   const int bytes = av_image_get_buffer_size(v.pix_fmt, v.width, v.height, 1);
-  return ordered_span_count(kept, bytes > 0 ? bytes : int64_t{v.width} * v.height * 3, o.segments);
+  return {io::plan_spans(index, 1, t.keep_from, t.keep_until, o.max_frames).spans.front().frames,
+          bytes > 0 ? bytes : int64_t{v.width} * v.height * 3};
 }
+
+// The spans to cut the input into: one per worker; with a frame sink (the
+// frames held until their turn) short ones, that many at a time; with
+// workers that decode on the CPU, a few per worker, so that the faster
+// workers take more of them.
+int wanted_spans(const PipelineOptions& o, const SpanWorkers& w, const Kept& kept) {
+  if (o.frame_sink) return ordered_span_count(kept.frames, kept.frame_bytes, w.count);
+  if (w.cpu == 0) return w.count;
+  return static_cast<int>(std::clamp<int64_t>(kept.frames / kMixedMinSpanFrames, w.count, w.count * kMixedSpansPerWorker));
+}
+
+}  // namespace
+
+SegmentCut cut_segments(const PipelineOptions& o, const io::MediaReader& source, const io::VideoPacketIndex& index) {
+  Trim trim = trim_of(o, source, index);
+  const Kept kept = kept_of(o, source, index, trim);
+  SegmentCut c;
+  std::string why_workers;
+  c.workers = span_workers(o, kept.frames, kept.frame_bytes, &why_workers);
+  if (c.workers.count < 2) {
+    c.one_because = why_workers;
+    return c;
+  }
+  c.plan = io::plan_spans(index, wanted_spans(o, c.workers, kept), trim.keep_from, trim.keep_until, o.max_frames);
+  end_at_frame_limit(trim, c.plan, index.time_base);
+  c.copy = trim.copy;
+  if (c.plan.spans.size() < 2) {
+    c.one_because = c.plan.note.empty() ? "the plan has one span" : c.plan.note;
+    return c;
+  }
+  for (const std::string& n : {why_workers, c.plan.note})
+    if (!n.empty()) c.notes.push_back("segments: " + n);
+  return c;
+}
+
+std::vector<int64_t> SegmentCut::span_frames() const {
+  std::vector<int64_t> f;
+  for (const io::SpanPlan& s : plan.spans) f.push_back(s.frames);
+  return f;
+}
+
+namespace {
 
 RunStats finished(const PipelineOptions& opt, RunStats st, double scan_s, double join_s, double wall_s);
 
 // A segmented run into a frame sink, every frame in order (segment_frames.hpp).
 RunStats into_sink(const PipelineOptions& opt, const io::SpanPlanning& plan,
-                   const std::vector<FilterInstanceSpec>& chain, int64_t shift, RegionChecks& regions, double scan_s,
-                   Clock::time_point t0) {
-  const InOrderRun r = run_spans_in_order(opt, plan, chain, shift, opt.segments);
+                   const std::vector<FilterInstanceSpec>& chain, int64_t shift, const SpanWorkers& workers,
+                   RegionChecks& regions, double scan_s, Clock::time_point t0) {
+  const InOrderRun r = run_spans_in_order(opt, plan, chain, shift, workers);
   RunStats st = combined(r.spans);
   st.frames = r.frames;
   st.stopped_early = r.stopped;
@@ -356,25 +452,26 @@ RunStats run_segmented(const PipelineOptions& opt) {
   ro.span = io::ReadSpan{.start_seconds = opt.start_seconds, .duration_seconds = opt.duration_seconds};
   const io::MediaReader source(opt.input, ro);
   const io::VideoPacketIndex index = io::scan_video_packets(opt.input, source.video_stream_index());
-  Trim trim = trim_of(opt, source, index);
-  const io::SpanPlanning plan = io::plan_spans(index, wanted_spans(opt, source, index, trim), trim.keep_from,
-                                               trim.keep_until, opt.max_frames);
-  end_at_frame_limit(trim, plan, index.time_base);
+  const SegmentCut cut = cut_segments(opt, source, index);
   const double scan_s = since(t0);
-  if (plan.spans.size() < 2) {
+  if (!cut.one_because.empty()) {
     out.reset();
-    return one_segment(opt, plan.note);
+    return one_segment(opt, cut.one_because);
   }
-  if (!plan.note.empty()) note("segments: " + plan.note);
+  for (const std::string& n : cut.notes) note(n);
+  const io::SpanPlanning& plan = cut.plan;
+  const SpanWorkers& workers = cut.workers;
   RegionChecks regions(chain, opt.strict_regions, out.has_value(), note);
   int64_t frames = 0;
   for (const io::SpanPlan& s : plan.spans) frames += s.frames;
   regions.fit(region_video(source, opt.start_seconds.has_value(), frames));
-  if (opt.frame_sink) return into_sink(opt, plan, chain, trim.copy.shift, regions, since(t0), t0);
+  if (opt.frame_sink) return into_sink(opt, plan, chain, cut.copy.shift, workers, regions, since(t0), t0);
   const std::string folder = out ? std::filesystem::absolute(opt.output).parent_path().string() : "";
-  SpanRuns runs(opt, plan, chain, trim.copy.shift, out.has_value(), folder);
+  SpanRuns runs(opt, plan, chain, cut.copy.shift, workers, out.has_value(), folder);
   runs.run();
-  if (const std::string why = out ? unjoinable(plan, runs) : ""; !why.empty()) {
+  std::vector<int64_t> span_frames;
+  for (const RunStats& st : runs.stats()) span_frames.push_back(st.frames);
+  if (const std::string why = out ? unjoinable(cut.span_frames(), span_frames, runs.encoded()) : ""; !why.empty()) {
     out.reset();
     return one_segment(opt, why);
   }
@@ -382,7 +479,7 @@ RunStats run_segmented(const PipelineOptions& opt) {
   const auto t_join = Clock::now();
   if (out) {
     io::join_spans(opt.input, source.streams(), runs.encoded().front(), runs.spools(), out->url(),
-                   join_options(opt, note), trim.copy);
+                   join_options(opt, note), cut.copy);
     out->commit(frames);
   }
   return finished(opt, combined(runs.stats()), scan_s, since(t_join), since(t0));

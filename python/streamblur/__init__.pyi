@@ -97,7 +97,7 @@ def process_video(
     duration: _Time = None,
     frames: int | None = None,
     strict_regions: bool = False,
-    segments: int = 1,
+    segments: int | Literal["auto"] = 1,
 ) -> dict[str, Any]: ...
 def process_videos(
     inputs: Iterable[_Path],
@@ -115,7 +115,7 @@ def process_videos(
     inflight: int = 4,
     overwrite: bool = False,
     progress: Callable[[dict[str, Any]], object] | None = None,
-    segments: int = 1,
+    segments: int | Literal["auto"] = 1,
 ) -> list[dict[str, Any]]: ...
 
 class Frame:
@@ -159,5 +159,5 @@ def frames(
     format: str | None = None,
     start: _Time = None,
     duration: _Time = None,
-    segments: int = 1,
+    segments: int | Literal["auto"] = 1,
 ) -> FrameIterator: ...

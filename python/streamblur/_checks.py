@@ -44,6 +44,15 @@ def _integer(x: Any, name: str, lo: Optional[int] = None, hi: Optional[int] = No
     return v
 
 
+def _segments(x: Any) -> int:
+    """segments=: 1 .. 64, or 'auto' (0, the library's kSegmentsAuto)."""
+    if isinstance(x, str):
+        if x == "auto":
+            return 0
+        raise ValueError(f"segments must be 'auto' or an integer between 1 and 64, got {x!r}")
+    return _integer(x, "segments", 1, 64)
+
+
 def _choice(x: Any, name: str, choices: tuple, where: str = "") -> str:
     """x, one of the str `choices`: TypeError for another type, ValueError for another str.
     where: said after the choices ("for device='cpu'")."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import atexit
 import weakref
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from ._checks import _choice, _integer, _optional_str, _path, _time_seconds
+from ._checks import _choice, _integer, _optional_str, _path, _segments, _time_seconds
 from ._info import cuda_available
 from ._native import _ext, _public
 from ._video import _check_input_exists, _check_video_args
@@ -218,7 +218,7 @@ def _frames_device(device, array, backend, hwdec, format):  # noqa: A002
 @_public
 def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "auto", backend: str = "auto",
            inflight: int = 4, array: Optional[str] = None, format: Optional[str] = None,  # noqa: A002
-           start: Any = None, duration: Any = None, segments: int = 1) -> FrameIterator:
+           start: Any = None, duration: Any = None, segments: Union[int, str] = 1) -> FrameIterator:
     """Iterates over the frames of a video, filtered by ``vf``, as arrays.
 
     >>> for f in streamblur.frames("in.mp4", "gblur=sigma=2", device="cuda"):
@@ -268,8 +268,8 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
         input's own when it is processed natively). Only with ``device='cpu'``.
     start, duration : float, str or None, optional
         Trimming, as for :func:`process_video`.
-    segments : int, optional
-        1 .. 64 spans at once, the frames still in order (docs/python.md), in
+    segments : int or 'auto', optional
+        1 .. 64 spans at once (or 'auto', as for :func:`process_video`), the frames still in order (docs/python.md), in
         host memory (``device=None`` means ``'cpu'``; ``'cuda'``: ValueError).
 
     Returns
@@ -298,10 +298,10 @@ def frames(path, vf: str = "", *, device: Optional[str] = None, hwdec: str = "au
     duration = _time_seconds(duration, "duration")
     if duration is not None and duration <= 0:  # raised here, not from the first next()
         raise ValueError(f"duration must be more than 0 seconds, got {duration}")
-    segments = _integer(segments, "segments", 1, 64)
-    if segments > 1 and device == "cuda":
-        raise ValueError("segments > 1 hands the frames over in host memory only, for now: use device='cpu'")
-    device, array = _frames_device("cpu" if segments > 1 else device, array, backend, hwdec, format)
+    segments = _segments(segments)
+    if segments != 1 and device == "cuda":
+        raise ValueError("segments other than 1 hand the frames over in host memory only, for now: use device='cpu'")
+    device, array = _frames_device("cpu" if segments != 1 else device, array, backend, hwdec, format)
     if vf:
         _ext.check_chain(vf)  # ValueError for a bad chain, before anything starts
     _check_input_exists(path, "frames")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
 from ._checks import (INT32_MAX, INT64_MAX, _BACKENDS, _HWDECS, _choice, _integer, _optional_str, _path, _paths,
-                      _time_seconds)
+                      _segments, _time_seconds)
 from ._info import device_count
 from ._native import _ext, _public
 
@@ -59,7 +59,7 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
                   crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
                   hwdec: str = "auto", device: int = 0, overwrite: bool = False, inflight: int = 4,
                   progress: Optional[Callable[[dict], Any]] = None, start: Any = None, duration: Any = None,
-                  frames: Optional[int] = None, strict_regions: bool = False, segments: int = 1) -> dict:
+                  frames: Optional[int] = None, strict_regions: bool = False, segments: Union[int, str] = 1) -> dict:
     """Runs the streaming pipeline: decode ``src``, apply filter chain ``vf``, encode ``dst``.
 
     Audio and other streams are copied; timestamps and colour metadata pass
@@ -116,9 +116,9 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
     strict_regions : bool, optional
         A regions file in ``vf`` that cannot match the video (docs/regions.md)
         is a warning on stderr by default; True: a ValueError, no ``dst``.
-    segments : int, optional
-        As the CLI's --segments (docs/cli.md#segments): 1 .. 64 spans cut at
-        keyframes, run at once and joined into the plain run's output.
+    segments : int or 'auto', optional
+        As the CLI's --segments (docs/cli.md#segments): 1 .. 64 spans (or 'auto')
+        cut at keyframes, run at once and joined into the plain run's output.
 
     Returns
     -------
@@ -151,7 +151,7 @@ def process_video(src: str, dst: str, vf: Optional[str] = "", codec: Optional[st
     start = _time_seconds(start, "start")
     duration = _time_seconds(duration, "duration")
     frames = None if frames is None else _integer(frames, "frames", 1, INT64_MAX)
-    segments = _integer(segments, "segments", 1, 64)
+    segments = _segments(segments)
     _check_input_exists(src, "process_video")
     return _ext.process_video(src, dst, vf, codec, crf, preset, backend, hwdec, device, bool(overwrite),
                               int(inflight), progress, start, duration, frames, bool(strict_regions), segments)
@@ -162,7 +162,7 @@ def process_videos(inputs, outputs=None, *, out_dir=None, vf: Optional[str] = ""
                    crf: Optional[int] = None, preset: Optional[str] = None, backend: str = "auto",
                    hwdec: str = "auto", jobs: int = 2, devices: Any = "all", inflight: int = 4,
                    overwrite: bool = False, progress: Optional[Callable[[dict], Any]] = None,
-                   segments: int = 1) -> list:
+                   segments: Union[int, str] = 1) -> list:
     """Runs the pipeline over many files at once: ``jobs`` pipelines per GPU on every GPU in ``devices``.
 
     A failing file never stops the others and never raises; each output is
@@ -236,7 +236,7 @@ def process_videos(inputs, outputs=None, *, out_dir=None, vf: Optional[str] = ""
     vf = _check_video_args(vf, backend, hwdec, inflight, progress)
     codec, crf, preset = _check_encode_args(codec, crf, preset)
     jobs = _integer(jobs, "jobs", 1, INT32_MAX)
-    segments = _integer(segments, "segments", 1, 64)
+    segments = _segments(segments)
     device_list = _device_list(devices)
     # Devices that do not exist, a device listed twice, two inputs with one
     # output, an output that is an input: ValueError from run_batch's checks.

@@ -212,6 +212,27 @@ def test_process_video_segments_refuse_what_they_do_not_go_with(tmp_path):
     assert not (tmp_path / "o.mkv").exists()
 
 
+def test_segments_auto_is_accepted_and_says_what_it_chose(tmp_path, capfd):
+    src = tmp_path / "in.mkv"
+    write_test_clip(src, width=33, height=25, frames=40)
+    one, auto = tmp_path / "one.mkv", tmp_path / "auto.mkv"
+    streamblur.process_video(src, one, "gblur=sigma=1.5", codec="ffv1", backend="cpu")
+    capfd.readouterr()
+    stats = streamblur.process_video(src, auto, "gblur=sigma=1.5", codec="ffv1", backend="cpu", segments="auto")
+    assert stats["segments"] == 1 and stats["frames"] == 40  # 40 frames make no span of 240
+    assert "segments: one segment (auto: spans of 240 frames or more in 40)" in capfd.readouterr().err
+    for i, (g, w) in enumerate(zip(planes_of(auto), planes_of(one))):
+        for a, b in zip(g, w):
+            assert np.array_equal(a, b), f"frame {i}"
+    with streamblur.frames(src, "gblur=sigma=1.5", backend="cpu", segments="auto") as it:
+        assert sum(1 for _ in it) == 40
+    with pytest.raises(ValueError, match="segments must be 'auto' or an integer between 1 and 64, got 'many'"):
+        streamblur.process_video(src, tmp_path / "o.mkv", segments="many")
+    with pytest.raises(ValueError, match="segments must be between 1 and 64, got 0"):
+        streamblur.frames(src, segments=0)
+    assert not (tmp_path / "o.mkv").exists()
+
+
 def test_process_video_segments_trim_as_the_plain_run(tmp_path):
     src = tmp_path / "long.mkv"
     write_test_clip(src, width=33, height=25, frames=40)  # ffv1: a keyframe every 12 frames

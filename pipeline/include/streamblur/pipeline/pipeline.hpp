@@ -168,9 +168,20 @@ struct PipelineOptions {
   // in all); the sink's frames must be in host memory (SinkMemory::Host, or
   // the CPU backend), and a stop ends it early as it does a plain run. Not
   // yet with realtime reading (std::invalid_argument). A stop (Ctrl-C) of a
-  // run with an output fails it and writes no output.
+  // run with an output fails it and writes no output. kSegmentsAuto (0):
+  // as many as pay, in a note: spans of 240 frames or more, on the CUDA
+  // backend up to 8 at once (one NVDEC session each) within half the
+  // device's free memory, on the CPU backend up to half the cores (at most 8).
   int segments = 1;
+  // On the CUDA backend, how many of the spans at once decode on the CPU
+  // (HwDecode::None); the others decode as `hwdec` says. With any, the input
+  // is cut into up to 3 spans per worker (120 frames or more each), each
+  // taken by the next worker free, so that the faster decoders take more.
+  int segments_cpu_decoders = 0;
 };
+
+// PipelineOptions::segments chosen by the run (CLI: --segments auto).
+inline constexpr int kSegmentsAuto = 0;
 
 // Parses "auto", "nvdec" (also "cuda"), "none" (also "cpu"); throws
 // std::invalid_argument naming the value otherwise.
