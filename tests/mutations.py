@@ -276,6 +276,8 @@ MUTATIONS = [
       "    bounds.push_back({kAutoCpuSpans,"),
     M("mixed-workers-decode-as-asked", "decoders", "pipeline/src/segments.hpp",
       "return worker >= count - cpu ? HwDecode::None : o.hwdec;", "return o.hwdec;", gpu=True),
+    M("ray-span-files-left", "cleanup", "python/streamblur/ray.py",
+      "                os.remove(spool)\n", "                pass\n", python=True),
     # ---- the Python module
     M("out-channel-axis-ignored", "shape", "python/src/arrays.cpp",
       "if (src.ndim != dst.ndim || src.width", "if (src.width", python=True),

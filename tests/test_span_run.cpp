@@ -28,6 +28,7 @@ extern "C" {
 }
 
 #include "streamblur/io/keyframe_index.hpp"
+#include "streamblur/pipeline/detail/segment_tasks.hpp"
 #include "streamblur/pipeline/detail/span_run.hpp"
 #include "streamblur/pipeline/pipeline.hpp"
 #include "streamblur/testing/psnr.hpp"
@@ -672,6 +673,86 @@ TEST(SegmentedRun, WhatSegmentsDoNotGoWithIsRefusedFirst) {
   sink.backend = BackendChoice::Cuda;
   EXPECT_TRUE(contains(error_of([&] { run_pipeline(sink); }), "segments do not go with a frame sink in device memory"));
   EXPECT_FALSE(std::filesystem::exists(o.output));
+}
+
+// The steps streamblur.ray runs in separate processes: the plan, each span
+// into a named spool, the join. Trimmed, with audio: the trimmed
+// segmented run's frames, pts and audio packets, and the spools can be
+// removed once joined.
+TEST(SegmentTasks, StepsInTurnGiveTheSegmentedRunsOutput) {
+  sbtest::TempDir dir;
+  const std::string in = write_clip(dir, "in.mkv", "ffv1", "g=10", /*audio=*/true);
+  PipelineOptions one = transcode(in, dir.file("one.mkv"), 1, nullptr);
+  one.start_seconds = 0.2;
+  one.max_frames = 40;
+  run_pipeline(one);
+  PipelineOptions o = one;
+  o.output = dir.file("steps.mkv");
+  o.segments = 3;
+  const detail::SegmentPlan plan = detail::plan_segments(o);
+  ASSERT_EQ(plan.spans.size(), 3u) << plan.one_because;
+  std::vector<std::string> spools, encoded;
+  std::vector<int64_t> frames;
+  for (std::size_t k = 0; k < plan.spans.size(); ++k) {
+    spools.push_back(dir.file("span" + std::to_string(k)));
+    const detail::SpooledSpan s = detail::run_span_into(o, plan, k, spools.back());
+    frames.push_back(s.stats.frames);
+    encoded.push_back(s.encoded);
+  }
+  EXPECT_EQ(frames[0] + frames[1] + frames[2], 40);
+  const RunStats st = detail::join_spooled(o, plan, spools, frames, encoded);
+  EXPECT_EQ(st.frames, 40);
+  EXPECT_EQ(st.segments, 3);
+  const sbtest::ReadFrames a = sbtest::read_frames(one.output), b = sbtest::read_frames(o.output);
+  EXPECT_EQ(a.pts.size(), 40u);
+  EXPECT_EQ(b.pts, a.pts);
+  EXPECT_TRUE(b.bytes == a.bytes);
+  EXPECT_EQ(audio_packets(o.output), audio_packets(one.output));
+  EXPECT_FALSE(audio_packets(o.output).empty());
+
+  // Nothing is replaced without overwrite, a spool is never written over,
+  // and a span that fails leaves no spool.
+  EXPECT_TRUE(contains(error_of([&] { detail::join_spooled(o, plan, spools, frames, encoded); }), "exists"));
+  EXPECT_TRUE(contains(error_of([&] { detail::run_span_into(o, plan, 0, spools[0]); }), "cannot make the span file"));
+  PipelineOptions bad = o;
+  bad.input = dir.file("missing.mkv");
+  const std::string lost = dir.file("lost-span");
+  EXPECT_FALSE(error_of([&] { detail::run_span_into(bad, plan, 1, lost); }).empty());
+  EXPECT_FALSE(std::filesystem::exists(lost));
+}
+
+// A join whose spans do not add up fails and writes nothing; a regions file
+// and a missing output are refused before anything runs.
+TEST(SegmentTasks, WhatCannotBeJoinedOrSplitIsRefused) {
+  sbtest::TempDir dir;
+  const std::string in = write_clip(dir, "in.mkv", "ffv1", "g=10");
+  PipelineOptions o = transcode(in, dir.file("out.mkv"), 2, nullptr);
+  const detail::SegmentPlan plan = detail::plan_segments(o);
+  ASSERT_EQ(plan.spans.size(), 2u);
+  std::vector<std::string> spools{dir.file("s0"), dir.file("s1")}, encoded;
+  std::vector<int64_t> frames;
+  for (std::size_t k = 0; k < 2; ++k) {
+    const detail::SpooledSpan s = detail::run_span_into(o, plan, k, spools[k]);
+    frames.push_back(s.stats.frames);
+    encoded.push_back(s.encoded);
+  }
+  std::vector<int64_t> short_by_one = frames;
+  --short_by_one[1];
+  EXPECT_TRUE(contains(error_of([&] { detail::join_spooled(o, plan, spools, short_by_one, encoded); }),
+                       "the spans cannot be joined: span 2 gave"));
+  EXPECT_TRUE(contains(error_of([&] { detail::join_spooled(o, plan, spools, frames, {encoded[0], "junk"}); }),
+                       "encoder parameters"));
+  EXPECT_FALSE(std::filesystem::exists(o.output));
+  EXPECT_EQ(files_in(dir.path().string()), 3u);  // the input and the two spools
+
+  PipelineOptions regions = o;
+  regions.filters = "gblur=sigma=2:regions=" + write_regions(dir);
+  EXPECT_TRUE(contains(error_of([&] { detail::plan_segments(regions); }), "do not go with a regions file"));
+  PipelineOptions no_output = o;
+  no_output.output.clear();
+  EXPECT_TRUE(contains(error_of([&] { detail::plan_segments(no_output); }), "need an output file"));
+  o.segments = 1;
+  EXPECT_EQ(detail::plan_segments(o).one_because, "one segment was asked for");
 }
 
 }  // namespace segments

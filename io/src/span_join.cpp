@@ -43,6 +43,23 @@ PacketSpool::PacketSpool(const std::string& folder) : file_(unnamed_file(folder)
     throw std::runtime_error("cannot make a temporary file for a span's packets: " + std::string(std::strerror(errno)));
 }
 
+std::unique_ptr<PacketSpool> PacketSpool::create(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  std::FILE* f = fd >= 0 ? ::fdopen(fd, "w+b") : nullptr;
+  if (!f) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("cannot make the span file '" + path + "': " + std::strerror(err));
+  }
+  return std::unique_ptr<PacketSpool>(new PacketSpool(f, Named{}));
+}
+
+std::unique_ptr<PacketSpool> PacketSpool::open(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw std::runtime_error("cannot read the span file '" + path + "': " + std::strerror(errno));
+  return std::unique_ptr<PacketSpool>(new PacketSpool(f, Named{}));
+}
+
 PacketSpool::~PacketSpool() {
   if (file_) std::fclose(file_);
 }
@@ -74,6 +91,96 @@ bool PacketSpool::next(AVPacket& p) {
   p.duration = h.duration;
   p.flags = h.flags;
   return true;
+}
+
+namespace {
+
+// EncodedVideo as bytes: a header of fixed fields, then the extradata and
+// the side data, each after its size.
+constexpr uint32_t kEncodedMagic = 0x53424556;  // "SBEV"
+struct EncodedHeader {
+  uint32_t magic = kEncodedMagic;
+  int32_t codec_type, codec_id, format, profile, level, width, height, field_order, color_range, color_primaries,
+      color_trc, color_space, chroma_location, video_delay, bits_per_coded_sample, bits_per_raw_sample;
+  uint32_t codec_tag;
+  int64_t bit_rate;
+  AVRational sample_aspect_ratio, time_base;
+};
+
+void put_bytes(std::string& out, const void* data, std::size_t size) {
+  const auto n = static_cast<uint64_t>(size);
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out.append(static_cast<const char*>(data), size);
+}
+
+// The next sized block of `in` from `at`.
+std::string take_bytes(const std::string& in, std::size_t& at) {
+  uint64_t n = 0;
+  if (in.size() - at < sizeof n) throw std::runtime_error("a span's encoder parameters are cut short");
+  std::memcpy(&n, in.data() + at, sizeof n);
+  at += sizeof n;
+  if (in.size() - at < n) throw std::runtime_error("a span's encoder parameters are cut short");
+  std::string b = in.substr(at, n);
+  at += n;
+  return b;
+}
+
+}  // namespace
+
+std::string encoded_video_bytes(const EncodedVideo& v) {
+  const AVCodecParameters& p = *v.par;
+  const EncodedHeader h{kEncodedMagic, p.codec_type, p.codec_id, p.format, p.profile, p.level, p.width, p.height,
+                        p.field_order, p.color_range, p.color_primaries, p.color_trc, p.color_space,
+                        p.chroma_location, p.video_delay, p.bits_per_coded_sample, p.bits_per_raw_sample,
+                        p.codec_tag, p.bit_rate, p.sample_aspect_ratio, v.time_base};
+  std::string out(reinterpret_cast<const char*>(&h), sizeof h);
+  put_bytes(out, p.extradata, p.extradata_size > 0 ? static_cast<std::size_t>(p.extradata_size) : 0);
+  put_bytes(out, v.mastering_display.data(), v.mastering_display.size());
+  put_bytes(out, v.content_light.data(), v.content_light.size());
+  return out;
+}
+
+EncodedVideo encoded_video_of(const std::string& in) {
+  EncodedHeader h{};
+  if (in.size() < sizeof h) throw std::runtime_error("a span's encoder parameters are cut short");
+  std::memcpy(&h, in.data(), sizeof h);
+  if (h.magic != kEncodedMagic) throw std::runtime_error("these bytes are not a span's encoder parameters");
+  EncodedVideo v;
+  v.par.reset(avcodec_parameters_alloc());
+  if (!v.par) throw std::bad_alloc();
+  AVCodecParameters& p = *v.par;
+  p.codec_type = static_cast<AVMediaType>(h.codec_type);
+  p.codec_id = static_cast<AVCodecID>(h.codec_id);
+  p.format = h.format;
+  p.profile = h.profile;
+  p.level = h.level;
+  p.width = h.width;
+  p.height = h.height;
+  p.field_order = static_cast<AVFieldOrder>(h.field_order);
+  p.color_range = static_cast<AVColorRange>(h.color_range);
+  p.color_primaries = static_cast<AVColorPrimaries>(h.color_primaries);
+  p.color_trc = static_cast<AVColorTransferCharacteristic>(h.color_trc);
+  p.color_space = static_cast<AVColorSpace>(h.color_space);
+  p.chroma_location = static_cast<AVChromaLocation>(h.chroma_location);
+  p.video_delay = h.video_delay;
+  p.bits_per_coded_sample = h.bits_per_coded_sample;
+  p.bits_per_raw_sample = h.bits_per_raw_sample;
+  p.codec_tag = h.codec_tag;
+  p.bit_rate = h.bit_rate;
+  p.sample_aspect_ratio = h.sample_aspect_ratio;
+  v.time_base = h.time_base;
+  std::size_t at = sizeof h;
+  const std::string extradata = take_bytes(in, at);
+  if (!extradata.empty()) {
+    p.extradata = static_cast<uint8_t*>(av_mallocz(extradata.size() + AV_INPUT_BUFFER_PADDING_SIZE));
+    if (!p.extradata) throw std::bad_alloc();
+    std::memcpy(p.extradata, extradata.data(), extradata.size());
+    p.extradata_size = static_cast<int>(extradata.size());
+  }
+  const std::string md = take_bytes(in, at), cl = take_bytes(in, at);
+  v.mastering_display.assign(md.begin(), md.end());
+  v.content_light.assign(cl.begin(), cl.end());
+  return v;
 }
 
 namespace {

@@ -110,6 +110,11 @@ void bind_video_calls(nb::module_& m) {
   m.def("process_videos", &process_videos, "inputs"_a, "outputs"_a, "vf"_a, "codec"_a, "crf"_a, "preset"_a,
         "backend"_a, "hwdec"_a, "jobs_per_device"_a, "devices"_a, "inflight"_a, "overwrite"_a, "progress"_a.none(),
         "segments"_a);
+  m.def("plan_segments", &plan_segments, "job"_a, "A segmented run's plan (streamblur.ray): spans, copy window, notes.");
+  m.def("run_segment", &run_segment, "job"_a, "plan"_a, "span"_a, "spool"_a,
+        "One span of a plan into a new spool file: (stats, encoder parameters as bytes).");
+  m.def("join_segments", &join_segments, "job"_a, "plan"_a, "spools"_a, "frames"_a, "encoded"_a,
+        "Joins the spans' spools into the job's output: the join's stats.");
   m.def("parse_device_list", &parse_device_list, "text"_a, "[] for 'all', else the listed device indices.");
   nb::class_<FrameStream>(m, "FrameStream",
                           "One pipeline run with a frame sink on a background thread (see streamblur.frames).")

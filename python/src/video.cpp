@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "streamblur/pipeline/batch.hpp"
+#include "streamblur/pipeline/detail/segment_tasks.hpp"
 #include "streamblur/pipeline/filter.hpp"
 #include "streamblur/pipeline/stats_json.hpp"
 
@@ -219,6 +220,87 @@ nb::list process_videos(const std::vector<std::string>& inputs, const std::vecto
   const nb::object loads = nb::module_::import_("json").attr("loads");
   for (const BatchResult& r : results) out.append(loads(batch_result_json(r)));
   return out;
+}
+
+// ---- a segmented run in steps (streamblur.ray; detail/segment_tasks.hpp)
+
+namespace {
+
+// A job's options from the dict streamblur.ray passes to every step.
+PipelineOptions job_options(const nb::dict& job) {
+  const auto str = [&](const char* k) { return nb::cast<std::string>(job[k]); };
+  PipelineOptions o = base_options(str("vf"), str("backend"), str("hwdec"), 0, nb::cast<int>(job["inflight"]));
+  o.input = str("src");
+  o.output = str("dst");
+  o.encoder.codec = str("codec").empty() ? default_encoder_for(o.output) : str("codec");
+  o.encoder.crf = nb::cast<int>(job["crf"]);
+  o.encoder.preset = str("preset");
+  o.overwrite = nb::cast<bool>(job["overwrite"]);
+  o.segments = nb::cast<int>(job["segments"]);
+  o.start_seconds = nb::cast<std::optional<double>>(job["start"]);
+  o.duration_seconds = nb::cast<std::optional<double>>(job["duration"]);
+  o.max_frames = nb::cast<std::optional<int64_t>>(job["frames"]);
+  return o;
+}
+
+detail::SegmentPlan plan_of(const nb::dict& d) {
+  detail::SegmentPlan p;
+  for (nb::handle s : nb::cast<nb::list>(d["spans"])) {
+    const nb::tuple t = nb::cast<nb::tuple>(s);
+    p.spans.push_back({nb::cast<std::optional<int64_t>>(t[0]), nb::cast<std::optional<int64_t>>(t[1]),
+                       nb::cast<int64_t>(t[2]), nb::cast<int64_t>(t[3])});
+  }
+  const nb::tuple c = nb::cast<nb::tuple>(d["copy"]);
+  p.copy = {nb::cast<int64_t>(c[0]), nb::cast<int64_t>(c[1]), nb::cast<int64_t>(c[2])};
+  p.one_because = nb::cast<std::string>(d["one_because"]);
+  return p;
+}
+
+nb::dict plan_dict(const detail::SegmentPlan& p) {
+  nb::list spans;
+  for (const detail::PlannedSpan& s : p.spans) spans.append(nb::make_tuple(s.from_pts, s.until_pts, s.first_index, s.frames));
+  nb::dict d;
+  d["spans"] = spans;
+  d["copy"] = nb::make_tuple(p.copy.start, p.copy.end, p.copy.shift);
+  d["notes"] = p.notes;
+  d["one_because"] = p.one_because;
+  return d;
+}
+
+}  // namespace
+
+nb::dict plan_segments(const nb::dict& job) {
+  PipelineOptions o = job_options(job);
+  detail::SegmentPlan plan;
+  {
+    nb::gil_scoped_release no_gil;
+    plan = detail::plan_segments(o);
+  }
+  return plan_dict(plan);
+}
+
+nb::tuple run_segment(const nb::dict& job, const nb::dict& plan, std::size_t span, const std::string& spool) {
+  PipelineOptions o = job_options(job);
+  const detail::SegmentPlan p = plan_of(plan);
+  PyCallback callback{nb::none()};
+  o.stop = &callback.stop;
+  detail::SpooledSpan s;
+  run_stoppable([&] { s = detail::run_span_into(o, p, span, spool); }, callback);
+  return nb::make_tuple(run_stats_dict(s.stats), nb::bytes(s.encoded.data(), s.encoded.size()));
+}
+
+nb::dict join_segments(const nb::dict& job, const nb::dict& plan, const std::vector<std::string>& spools,
+                       const std::vector<int64_t>& frames, const std::vector<nb::bytes>& encoded) {
+  const PipelineOptions o = job_options(job);
+  const detail::SegmentPlan p = plan_of(plan);
+  std::vector<std::string> params;
+  for (const nb::bytes& b : encoded) params.emplace_back(static_cast<const char*>(b.data()), b.size());
+  RunStats st;
+  {
+    nb::gil_scoped_release no_gil;
+    st = detail::join_spooled(o, p, spools, frames, params);
+  }
+  return run_stats_dict(st);
 }
 
 }  // namespace streamblur::python

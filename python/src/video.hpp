@@ -67,4 +67,13 @@ nb::list process_videos(const std::vector<std::string>& inputs, const std::vecto
                         const std::vector<int>& devices, int inflight, bool overwrite, nb::object progress,
                         int segments);
 
+// A segmented run in steps for streamblur.ray (detail/segment_tasks.hpp).
+// `job`: the dict of options every step takes (src, dst, vf, codec, crf,
+// preset, backend, hwdec, inflight, overwrite, segments, start, duration,
+// frames); `plan`: what plan_segments returned.
+nb::dict plan_segments(const nb::dict& job);
+nb::tuple run_segment(const nb::dict& job, const nb::dict& plan, std::size_t span, const std::string& spool);
+nb::dict join_segments(const nb::dict& job, const nb::dict& plan, const std::vector<std::string>& spools,
+                       const std::vector<int64_t>& frames, const std::vector<nb::bytes>& encoded);
+
 }  // namespace streamblur::python

@@ -1,4 +1,5 @@
-"""streamblur.ray: many video files over a Ray cluster, one Ray task per file.
+"""streamblur.ray: many video files over a Ray cluster, one Ray task per file;
+one file over a cluster, one Ray task per span of it (:func:`process_video`).
 
 >>> import streamblur.ray
 >>> results = streamblur.ray.process_videos(["a.mp4", "b.mp4"], ["a-blur.mp4", "b-blur.mp4"],
@@ -25,11 +26,14 @@ from __future__ import annotations
 import math
 import os
 import socket
+import sys
+import time
+import uuid
 from typing import Any, Iterable, Optional
 
 import streamblur
 
-__all__ = ["process_videos"]
+__all__ = ["process_videos", "process_video"]
 
 
 def _import_ray():
@@ -185,13 +189,17 @@ def process_videos(inputs: Iterable[Any], outputs: Iterable[Any], vf: str = "",
             refs.append(remote.options(name=name, **task_options).remote(src, dst, vf, codec, backend, run_options))
         return [_result(ray, src, dst, ref) for src, dst, ref in zip(ins, outs, refs)]
     except BaseException:
-        # Ctrl-C or a failure of Ray itself: don't leave the remaining files running.
-        for ref in refs:
-            try:
-                ray.cancel(ref)
-            except Exception:  # noqa: BLE001 (finished or already gone)
-                pass
+        _cancel(ray, refs)  # Ctrl-C or a failure of Ray itself: don't leave the remaining files running
         raise
+
+
+def _cancel(ray, refs):
+    """Cancels the tasks of `refs` that are still running."""
+    for ref in refs:
+        try:
+            ray.cancel(ref)
+        except Exception:  # noqa: BLE001 (finished or already gone)
+            pass
 
 
 def _check_pairs(ins, outs):
@@ -245,3 +253,180 @@ def _result(ray, src, dst, ref):
     result.update({k: v for k, v in done["stats"].items() if k not in result})
     result.update(node=done["node"], hostname=done["hostname"], gpu_ids=done["gpu_ids"])
     return result
+
+
+# ---- one file, one Ray task per span
+
+
+def _run_span(job: dict, plan: dict, span: int, spool: str) -> dict:
+    """The body of one span's Ray task: the span into its spool file on this worker."""
+    import ray  # noqa: PLC0415
+
+    from ._native import _ext  # noqa: PLC0415
+
+    gpu_ids = [str(g) for g in ray.get_gpu_ids()]
+    if job["backend"] != "cpu" and not gpu_ids:  # as _run_one: never a GPU Ray did not give
+        if job["backend"] == "cuda":
+            raise RuntimeError(f"{job['src']}: backend='cuda' but Ray assigned no GPU to span {span + 1}")
+        job = dict(job, backend="cpu")
+    stats, encoded = _ext.run_segment(job, plan, span, spool)
+    return {"stats": stats, "encoded": encoded, "node": ray.get_runtime_context().get_node_id(),
+            "hostname": socket.gethostname(), "gpu_ids": gpu_ids}
+
+
+def process_video(src: Any, dst: Any, vf: str = "", codec: Optional[str] = None, backend: str = "auto",
+                  gpus_per_span: float = 0.25, *, segments: Any = "auto", crf: Optional[int] = None,
+                  preset: Optional[str] = None, hwdec: str = "auto", overwrite: bool = False, inflight: int = 4,
+                  start: Any = None, duration: Any = None, frames: Optional[int] = None,
+                  max_retries: Optional[int] = None, ray_remote_args: Optional[dict] = None) -> dict:
+    """One file as :func:`streamblur.process_video` with ``segments=`` writes it, its spans run as Ray tasks.
+
+    This process plans the spans (the keyframe scan), Ray runs each span on
+    any worker (its decoder, filters and encoder; the encoded video goes to a
+    hidden file beside ``dst``), and this process joins them with the input's
+    other streams copied once: the output is the one
+    ``streamblur.process_video(src, dst, ..., segments=N)`` writes. Every node
+    must see ``src`` and the folder of ``dst`` at the same paths (a shared
+    filesystem). A span that fails fails the call with its error; the other
+    spans are cancelled and nothing is left (no output, no span files).
+
+    Parameters
+    ----------
+    src, dst : str or os.PathLike
+        The input and the output file, as for :func:`streamblur.process_video`.
+    segments : int or 'auto', optional
+        The spans, as for :func:`streamblur.process_video` (default 'auto',
+        chosen on this machine). Where the input cannot be cut (one GOP, a
+        pipe), the whole file is one task, with a note on stderr.
+    gpus_per_span : float, optional
+        Each span's task is declared with ``num_gpus=gpus_per_span`` and
+        ``num_cpus=1``, as ``gpus_per_job`` in :func:`process_videos`.
+    vf, codec, backend, crf, preset, hwdec, overwrite, inflight, start, duration, frames
+        As for :func:`streamblur.process_video`. A ``regions=`` file is
+        refused (its checks count the boxes every span used, in one process).
+    max_retries, ray_remote_args
+        As for :func:`process_videos`, for every span's task.
+
+    Returns
+    -------
+    dict
+        The run's statistics as :func:`streamblur.process_video` returns
+        them (frames, segments, scan_s, join_s, wall_s, fps, backend,
+        decoder, ...: the spans' counts and stage times added up), plus
+        ``spans``: for each span its frames, wall_s, ``node``, ``hostname``
+        and ``gpu_ids``.
+
+    Raises
+    ------
+    ValueError, TypeError, FileNotFoundError
+        Before any task runs, as :func:`streamblur.process_video` raises them.
+    RuntimeError
+        A span failed (its error, naming the span), or its frames or encoder
+        headers do not join.
+    ImportError
+        Ray cannot be imported (``pip install ray``).
+    """
+    from ._checks import _segments, _time_seconds  # noqa: PLC0415
+    from ._native import _ext  # noqa: PLC0415
+    from ._video import _check_encode_args, _check_input_exists  # noqa: PLC0415
+
+    t0 = time.monotonic()
+    src_path, dst_path = _paths([src], "src")[0], _paths([dst], "dst")[0]
+    vf = streamblur._check_video_args(vf, backend, hwdec, inflight, None)
+    codec, crf, preset = _check_encode_args(codec, crf, preset)
+    _check_gpu_args(backend, gpus_per_span, ray_remote_args)
+    _check_input_exists(src_path, "streamblur.ray.process_video")
+    job = {"src": src_path, "dst": dst_path, "vf": vf, "codec": codec, "crf": crf, "preset": preset,
+           "backend": backend, "hwdec": hwdec, "inflight": int(inflight), "overwrite": bool(overwrite),
+           "segments": _segments(segments), "start": _time_seconds(start, "start"),
+           "duration": _time_seconds(duration, "duration"),
+           "frames": None if frames is None else streamblur._checks._integer(frames, "frames", 1)}
+    plan = _ext.plan_segments(job)
+    for note in plan["notes"]:
+        print(note, file=sys.stderr)
+    scan_s = time.monotonic() - t0
+
+    ray = _import_ray()
+    if not ray.is_initialized():
+        ray.init()
+    task_options = _task_options(ray, backend, gpus_per_span, max_retries, ray_remote_args)
+    if not plan["spans"]:
+        return _one_task(ray, job, plan, task_options, codec, t0)
+    return _span_tasks(ray, job, plan, task_options, scan_s, t0)
+
+
+def _one_task(ray, job, plan, task_options, codec, t0):
+    """The whole file as one task (it cannot be cut), as process_videos runs a file."""
+    print(f"segments: one segment ({plan['one_because']})", file=sys.stderr)
+    options = {k: job[k] for k in ("hwdec", "overwrite", "inflight", "start", "duration", "frames")}
+    options.update(crf=None if job["crf"] < 0 else job["crf"], preset=job["preset"] or None)
+    ref = ray.remote(_run_one).options(name="streamblur:" + os.path.basename(job["src"]), **task_options).remote(
+        job["src"], job["dst"], job["vf"], codec or None, job["backend"], options)
+    done = ray.get(ref)
+    stats = dict(done["stats"])
+    stats["spans"] = [{"frames": stats["frames"], "wall_s": stats["wall_s"], "node": done["node"],
+                       "hostname": done["hostname"], "gpu_ids": done["gpu_ids"]}]
+    stats["wall_s"] = time.monotonic() - t0
+    return stats
+
+
+def _span_files(dst: str, n: int) -> list:
+    """Hidden, unique names beside dst for the spans' encoded video."""
+    folder, name = os.path.split(dst)
+    tag = uuid.uuid4().hex[:12]
+    return [os.path.join(folder, f".{name}.span{k + 1}-{tag}.sbspan") for k in range(n)]
+
+
+def _span_tasks(ray, job, plan, task_options, scan_s, t0):
+    """Every span a task, then the join here; the span files are removed whatever happens."""
+    spools = _span_files(job["dst"], len(plan["spans"]))
+    remote = ray.remote(_run_span)
+    refs = []
+    try:
+        for k, spool in enumerate(spools):
+            name = f"streamblur:{os.path.basename(job['src'])}:span{k + 1}"
+            refs.append(remote.options(name=name, **task_options).remote(job, plan, k, spool))
+        done = [_span_result(ray, job, k, ref) for k, ref in enumerate(refs)]
+        joined = _ext_join(job, plan, spools, done)
+    except BaseException:
+        _cancel(ray, refs)
+        raise
+    finally:
+        for spool in spools:
+            try:
+                os.remove(spool)
+            except FileNotFoundError:
+                pass
+    return _combined(done, joined, scan_s, t0)
+
+
+def _span_result(ray, job, k, ref):
+    """Span k's result, or its failure raised as one RuntimeError naming the input and the span."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayError as e:
+        failure = _failure(job["src"], job["dst"], e, ray)
+        raise RuntimeError(f"span {k + 1}: {failure['error']}") from e
+
+
+def _ext_join(job, plan, spools, done):
+    from ._native import _ext  # noqa: PLC0415
+
+    return _ext.join_segments(job, plan, spools, [d["stats"]["frames"] for d in done], [d["encoded"] for d in done])
+
+
+def _combined(done, joined, scan_s, t0):
+    """The spans' statistics as one run's, as the library adds them up."""
+    stats = dict(done[0]["stats"])
+    for key in ("frames", "decode_warnings", "gpu_memory_bytes"):
+        stats[key] = sum(d["stats"].get(key, 0) for d in done)
+    if len({d["stats"].get("decoder") for d in done}) > 1:
+        stats["decoder"] = "mixed"
+    stats["stages"] = {name: {k: sum(d["stats"]["stages"][name][k] for d in done) for k in stage}
+                       for name, stage in stats["stages"].items()}
+    stats.update(segments=joined["segments"], scan_s=scan_s, join_s=joined["join_s"])
+    stats["wall_s"] = time.monotonic() - t0
+    stats["fps"] = stats["frames"] / stats["wall_s"] if stats["wall_s"] > 0 else 0.0
+    stats["spans"] = [{"frames": d["stats"]["frames"], "wall_s": d["stats"]["wall_s"], "node": d["node"],
+                       "hostname": d["hostname"], "gpu_ids": d["gpu_ids"]} for d in done]
+    return stats

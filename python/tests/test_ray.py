@@ -54,13 +54,13 @@ def clips(tmp_path_factory):
     return paths
 
 
-def run_videos(*args, timeout=180, **kwargs):
-    """process_videos with a time limit (a task Ray cannot place waits forever)."""
+def within(call, *args, timeout=180, **kwargs):
+    """call(*args, **kwargs) with a time limit (a task Ray cannot place waits forever)."""
     box = {}
 
     def body():
         try:
-            box["result"] = streamblur.ray.process_videos(*args, **kwargs)
+            box["result"] = call(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001 (handed to the test thread)
             box["error"] = e
 
@@ -68,10 +68,18 @@ def run_videos(*args, timeout=180, **kwargs):
     thread.start()
     thread.join(timeout)
     if thread.is_alive():
-        pytest.fail(f"process_videos did not finish within {timeout} s (a task Ray cannot place?)")
+        pytest.fail(f"{call.__qualname__} did not finish within {timeout} s (a task Ray cannot place?)")
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def run_videos(*args, **kwargs):
+    return within(streamblur.ray.process_videos, *args, **kwargs)
+
+
+def run_spans(*args, **kwargs):
+    return within(streamblur.ray.process_video, *args, **kwargs)
 
 
 def local_run(src, dst):
@@ -183,3 +191,74 @@ def test_argument_errors(clips, tmp_path):
         pv(clips[:1], [tmp_path / "a.nut"], vf="blurry=2")
     assert pv([], []) == []
     assert not list(tmp_path.iterdir())
+
+
+# ---- streamblur.ray.process_video: one file, a task per span
+
+
+@pytest.fixture(scope="module")
+def long_clip(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ray-long") / "long.mkv"
+    # ffv1 with a keyframe every 12 frames, and AAC audio to be copied once.
+    support.write_test_clip(path, 48, 32, frames=40, codec="ffv1", audio_codec="aac")
+    return path
+
+
+def test_one_file_in_span_tasks_is_the_local_segmented_run(cluster, long_clip, tmp_path):
+    for trim in ({}, dict(start=0.2, frames=25)):
+        local = tmp_path / "local.nut"
+        streamblur.process_video(long_clip, local, VF, codec="ffv1", backend="cpu", segments=3, overwrite=True,
+                                 **trim)
+        out = tmp_path / "ray.nut"
+        stats = run_spans(long_clip, out, VF, codec="ffv1", backend="cpu", segments=3, overwrite=True, **trim)
+        assert stats["segments"] == 3 and stats["frames"] == (25 if trim else 40), stats
+        assert [s["frames"] for s in stats["spans"]] and sum(s["frames"] for s in stats["spans"]) == stats["frames"]
+        assert all(s["node"] == ray.get_runtime_context().get_node_id() for s in stats["spans"])
+        assert stats["backend"] == "cpu" and stats["scan_s"] >= 0 and stats["join_s"] >= 0
+        assert out.read_bytes() == local.read_bytes(), f"the Ray run differs from the local segmented run ({trim})"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["local.nut", "ray.nut"]  # no span file left
+
+
+def test_a_file_that_cannot_be_cut_is_one_task(cluster, tmp_path, capfd):
+    src = tmp_path / "short.mkv"
+    support.write_test_clip(src, 48, 32, frames=8)  # one GOP
+    out = tmp_path / "out.nut"
+    stats = run_spans(src, out, VF, codec="ffv1", backend="cpu", segments=4)
+    assert stats["segments"] == 1 and stats["frames"] == 8 and len(stats["spans"]) == 1
+    assert "segments: one segment (" in capfd.readouterr().err
+    assert out.read_bytes() == local_run(src, tmp_path / "local.nut")
+
+
+def test_a_failing_span_fails_the_call_and_leaves_nothing(cluster, long_clip, tmp_path):
+    from streamblur._native import _ext
+
+    out = tmp_path / "out.nut"
+    job = {"src": str(long_clip), "dst": str(out), "vf": VF, "codec": "ffv1", "crf": -1, "preset": "",
+           "backend": "cpu", "hwdec": "auto", "inflight": 4, "overwrite": False, "segments": 3, "start": None,
+           "duration": None, "frames": None}
+    plan = _ext.plan_segments(job)
+    assert len(plan["spans"]) == 3
+    _, until, first, frames = plan["spans"][1]
+    plan["spans"][1] = (10**12, until, first, frames)  # a span past the end of the input: its run fails
+    task_options = {"num_cpus": 1, "num_gpus": 0}
+    with pytest.raises(RuntimeError, match="span 2: .*"):
+        streamblur.ray._span_tasks(ray, job, plan, task_options, 0.0, 0.0)
+    assert list(tmp_path.iterdir()) == []  # no output, no span file
+
+
+def test_span_tasks_refuse_before_anything_runs(long_clip, tmp_path):
+    regions = tmp_path / "boxes.jsonl"
+    regions.write_text('{"frame": 0, "boxes": [[0, 0, 8, 8]]}\n')
+    with pytest.raises(ValueError, match="do not go with a regions file"):
+        streamblur.ray.process_video(long_clip, tmp_path / "o.nut", f"gblur=sigma=2:regions={regions}",
+                                     backend="cpu", segments=2)
+    existing = tmp_path / "exists.nut"
+    existing.write_bytes(b"keep")
+    with pytest.raises(FileExistsError):
+        streamblur.ray.process_video(long_clip, existing, VF, backend="cpu", segments=2)
+    assert existing.read_bytes() == b"keep"
+    with pytest.raises(ValueError, match="segments must be 'auto' or an integer"):
+        streamblur.ray.process_video(long_clip, tmp_path / "o.nut", VF, segments="all")
+    with pytest.raises(FileNotFoundError):
+        streamblur.ray.process_video(tmp_path / "missing.mkv", tmp_path / "o.nut", VF)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["boxes.jsonl", "exists.nut"]

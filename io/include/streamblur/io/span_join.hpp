@@ -5,6 +5,7 @@
 // input's other streams, copied once over the whole input.
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ namespace streamblur::io {
 class PacketSpool {
  public:
   explicit PacketSpool(const std::string& folder);
+  // A spool in a named file instead, for a span run in another process
+  // (streamblur.ray): create() makes `path`, which must not exist yet
+  // (std::runtime_error otherwise); open() reads one written so. The file
+  // stays when the spool is destroyed: its caller removes it.
+  static std::unique_ptr<PacketSpool> create(const std::string& path);
+  static std::unique_ptr<PacketSpool> open(const std::string& path);
   ~PacketSpool();
   PacketSpool(const PacketSpool&) = delete;
   PacketSpool& operator=(const PacketSpool&) = delete;
@@ -37,10 +44,19 @@ class PacketSpool {
   int64_t packets() const noexcept { return count_; }
 
  private:
+  struct Named {};
+  PacketSpool(std::FILE* file, Named) : file_(file) {}
+
   std::FILE* file_ = nullptr;
   int64_t count_ = 0;
   bool reading_ = false;
 };
+
+// An encoder's parameters (EncodedVideo) as bytes and back, for a span
+// encoded in another process: every field the join's video stream takes.
+// encoded_video_of throws std::runtime_error for bytes that are not such.
+std::string encoded_video_bytes(const EncodedVideo& video);
+EncodedVideo encoded_video_of(const std::string& bytes);
 
 // The part of the input's other streams that a trimmed run keeps, as
 // MediaReader cuts them for a ReadSpan with a start and an end: packets timed
