@@ -57,15 +57,17 @@ struct CliResult {
 
 class CliProcess {
  public:
-  // Starts the CLI with `args`; stdout/stderr go to files in `capture_dir`.
-  CliProcess(const std::vector<std::string>& args, const std::filesystem::path& capture_dir) {
+  // Starts the CLI with `args`; stdout/stderr go to files in `capture_dir`,
+  // stdin comes from `stdin_path`.
+  CliProcess(const std::vector<std::string>& args, const std::filesystem::path& capture_dir,
+             const std::string& stdin_path = "/dev/null") {
     static std::atomic<int> n{0};
     const int id = n++;
     out_path_ = (capture_dir / ("stdout_" + std::to_string(id) + ".txt")).string();
     err_path_ = (capture_dir / ("stderr_" + std::to_string(id) + ".txt")).string();
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, stdin_path.c_str(), O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     std::vector<std::string> all{kCli};
@@ -142,5 +144,9 @@ struct CaptureCleanup {
 inline CaptureCleanup capture_cleanup;
 
 inline CliResult run_cli(const std::vector<std::string>& args) { return CliProcess(args, capture_dir()).wait(); }
+// The same with standard input read from `stdin_path`.
+inline CliResult run_cli_stdin(const std::vector<std::string>& args, const std::string& stdin_path) {
+  return CliProcess(args, capture_dir(), stdin_path).wait();
+}
 
 }  // namespace sbtest

@@ -278,6 +278,8 @@ MUTATIONS = [
       "return worker >= count - cpu ? HwDecode::None : o.hwdec;", "return o.hwdec;", gpu=True),
     M("ray-span-files-left", "cleanup", "python/streamblur/ray.py",
       "                os.remove(spool)\n", "                pass\n", python=True),
+    M("stdin-dash-not-mapped", "pipes", "io/src/reader.cpp",
+      'path == "-" ? "pipe:0" : path;', "path;"),
     # ---- the Python module
     M("out-channel-axis-ignored", "shape", "python/src/arrays.cpp",
       "if (src.ndim != dst.ndim || src.width", "if (src.width", python=True),

@@ -1246,6 +1246,25 @@ TEST_F(CliWithInput, FormatToStandardOutput) {
   EXPECT_TRUE(contains(bad.err, "nosuchformat")) << bad.describe();
 }
 
+// "-" as the input is standard input, as ffmpeg's -i -: a pipe in and a pipe
+// out (cat in | streamblur - - -f FORMAT), every frame through.
+TEST_F(CliWithInput, StandardInputToStandardOutput) {
+  const CliResult r = run_cli_stdin({"-", "-f", "matroska", "-c:v", "ffv1", "--vf", "gblur=sigma=2", "-", "-q"}, in);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const std::string out = dir.file("piped.mkv");
+  std::ofstream(out, std::ios::binary) << r.out;
+  const CliResult file = run_cli({in, dir.file("file.mkv"), "-c:v", "ffv1", "--vf", "gblur=sigma=2", "-q"});
+  ASSERT_EQ(file.exit_code, 0) << file.describe();
+  const sbtest::ReadFrames piped = sbtest::read_frames(out), direct = sbtest::read_frames(dir.file("file.mkv"));
+  EXPECT_GT(direct.bytes.size(), 0u);
+  EXPECT_EQ(piped.pts, direct.pts);
+  EXPECT_TRUE(piped.bytes == direct.bytes);
+  const CliResult empty = run_cli_stdin({"-", dir.file("none.mkv"), "-q"}, "/dev/null");
+  EXPECT_EQ(empty.exit_code, 1) << empty.describe();
+  EXPECT_TRUE(contains(empty.err, "cannot open input '-'")) << empty.describe();
+  EXPECT_FALSE(fs::exists(dir.file("none.mkv")));
+}
+
 // -hwaccel cuda is --hwdec nvdec: without a device it is an error, never a
 // silent CPU decode.
 TEST_F(CliWithInput, HwaccelCudaRequiresNvdec) {

@@ -221,8 +221,10 @@ AVInputFormatContextPtr open_input_format(const std::string& path, AVIOContext* 
     raw->pb = custom_io;
     raw->flags |= AVFMT_FLAG_CUSTOM_IO;
   }
+  // "-" is standard input, as ffmpeg's -i - (FFmpeg's own name for it is pipe:0).
+  const std::string url = custom_io ? "" : path == "-" ? "pipe:0" : path;
   // On failure avformat_open_input frees the context (not a custom AVIOContext).
-  int rc = avformat_open_input(&raw, custom_io ? "" : path.c_str(), nullptr, nullptr);
+  int rc = avformat_open_input(&raw, url.c_str(), nullptr, nullptr);
   if (rc < 0) {
     std::error_code ec;
     std::string ctx = "cannot open input " + in_quotes(path);
