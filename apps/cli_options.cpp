@@ -17,6 +17,10 @@ void add_encoder_options(CLI::App& app, CommonOptions& c) {
       ->check(CLI::Range(0, 63));
   app.add_option("--preset", c.preset, "encoder preset, e.g. ultrafast ... veryslow for libx264");
   app.add_option("--encoder-opt", c.encoder_opts, "encoder option key=value (repeatable)");
+  app.add_option("--input-opt", c.input_opts,
+                 "option of the input's demuxer or protocol, key=value (repeatable; as ffmpeg's options before -i)");
+  app.add_option("--output-opt", c.output_opts,
+                 "option of the output's muxer or protocol, key=value (repeatable; movflags=+faststart, pkt_size=1316)");
   app.add_option("-f,--format", c.format,
                  "output container by FFmpeg name (mp4, matroska, webm, ...); default: from the output's extension, "
                  "which a pipe (-) does not have; with --help-filter: text or markdown");
@@ -174,11 +178,17 @@ std::optional<std::string> fill_pipeline_options(const CommonOptions& c, Pipelin
   opt.encoder.crf = c.crf;
   opt.encoder.preset = c.preset;
   opt.encoder.format_name = c.format;
-  for (const std::string& kv : c.encoder_opts) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) return "--encoder-opt needs key=value, got '" + kv + "'";
-    opt.encoder.options[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  const std::pair<const std::vector<std::string>*, std::map<std::string, std::string>*> pairs[] = {
+      {&c.encoder_opts, &opt.encoder.options},
+      {&c.input_opts, &opt.input_options},
+      {&c.output_opts, &opt.encoder.format_options}};
+  const char* flags[] = {"--encoder-opt", "--input-opt", "--output-opt"};
+  for (std::size_t i = 0; i < std::size(pairs); ++i)
+    for (const std::string& kv : *pairs[i].first) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) return std::string(flags[i]) + " needs key=value, got '" + kv + "'";
+      (*pairs[i].second)[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
   return std::nullopt;
 }
 

@@ -21,7 +21,7 @@ enum class LogLevel { Quiet, Error, Warning, Info, Verbose, Debug };
 struct CommonOptions {
   std::string vf, codec, preset, backend = "auto", hwdec = "auto", format, loglevel, progress_url;
   std::optional<std::string> start, duration, frames;  // -ss, -t, -frames:v as typed
-  std::vector<std::string> encoder_opts;
+  std::vector<std::string> encoder_opts, input_opts, output_opts;
   int crf = -1, inflight = 4, threads = 0, segments = 1;
   bool overwrite = false, never_overwrite = false, quiet = false, verbose = false, realtime = false;
   bool strict_regions = false, no_stats = false;

@@ -25,7 +25,11 @@ extern "C" {
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <pty.h>
 #include <sys/stat.h>
 #include <filesystem>
@@ -1263,6 +1267,120 @@ TEST_F(CliWithInput, StandardInputToStandardOutput) {
   EXPECT_EQ(empty.exit_code, 1) << empty.describe();
   EXPECT_TRUE(contains(empty.err, "cannot open input '-'")) << empty.describe();
   EXPECT_FALSE(fs::exists(dir.file("none.mkv")));
+}
+
+// A free local port (bound and released; the kernel does not hand it out
+// again at once).
+int free_port(int type) {
+  const int fd = ::socket(AF_INET, type, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    ADD_FAILURE() << "no free port: " << std::strerror(errno);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Frames of a network input until it ends or stops sending (a UDP reader's
+// timeout ends it with an error).
+ReadFrames frames_until_quiet(const std::string& url) {
+  ReadFrames v;
+  try {
+    MediaReader r(url);
+    DecodedFrame f;
+    while (r.read(f)) {
+      v.pts.push_back(f.frame->pts);
+      v.bytes.emplace_back(frame_bytes_of(*f.frame));
+    }
+  } catch (const std::exception&) {
+  }
+  return v;
+}
+
+// Network outputs are written through, in the container their scheme
+// implies (mpegts for udp and tcp): every frame reaches a receiver, the same
+// frames as a file written with the same lossless settings.
+TEST(CliNetwork, UdpAndTcpOutputsReachAReceiver) {
+  TempDir dir;
+  const std::string in = dir.file("in.mkv");
+  SyntheticClipSpec spec = small_clip(30);
+  spec.width = 64;
+  spec.height = 48;
+  spec.noise = true;
+  write_synthetic_clip(in, spec);
+  const std::vector<std::string> enc{"--vf", "gblur=sigma=2", "-c:v", "libx264", "--preset", "ultrafast",
+                                     "--encoder-opt", "qp=0", "-q"};
+  auto args = [&](const std::string& out) {
+    std::vector<std::string> a{in, out};
+    a.insert(a.end(), enc.begin(), enc.end());
+    return a;
+  };
+  const CliResult file = run_cli(args(dir.file("file.ts")));
+  ASSERT_EQ(file.exit_code, 0) << file.describe();
+  const ReadFrames want = read_frames(dir.file("file.ts"));
+  ASSERT_EQ(want.bytes.size(), 30u);
+
+  const std::string udp = "udp://127.0.0.1:" + std::to_string(free_port(SOCK_DGRAM));
+  ReadFrames got;
+  std::thread receiver([&] { got = frames_until_quiet(udp + "?timeout=2000000"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the receiver is listening
+  const CliResult sent = run_cli(args(udp + "?pkt_size=1316"));
+  receiver.join();
+  EXPECT_EQ(sent.exit_code, 0) << sent.describe();
+  EXPECT_EQ(got.bytes.size(), want.bytes.size());
+  EXPECT_TRUE(got.bytes == want.bytes);
+
+  const std::string tcp = "tcp://127.0.0.1:" + std::to_string(free_port(SOCK_STREAM));
+  CliProcess listener(args(tcp + "?listen=1"), capture_dir());
+  ReadFrames over_tcp;
+  for (int i = 0; i < 100 && over_tcp.bytes.empty(); ++i) {  // until the listener is up
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    over_tcp = frames_until_quiet(tcp);
+  }
+  const CliResult served = listener.wait();
+  EXPECT_EQ(served.exit_code, 0) << served.describe();
+  EXPECT_TRUE(over_tcp.bytes == want.bytes) << over_tcp.bytes.size() << " frames";
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"file.ts", "in.mkv"}));  // nothing written for the URLs
+  const CliResult unknown = run_cli({in, "http://127.0.0.1:1/out", "-q"});
+  EXPECT_NE(unknown.exit_code, 0) << unknown.describe();
+  EXPECT_TRUE(contains(unknown.err, "name the container")) << unknown.describe();
+}
+
+// --input-opt and --output-opt reach the demuxer and the muxer, as ffmpeg's
+// options before -i and before the output: the image2 demuxer starts at
+// frame 3 at 10 frames/s, the mp4 muxer puts its index first (faststart);
+// a key neither takes is one clear error and no output.
+TEST_F(CliWithInput, InputAndOutputOptionsReachFfmpeg) {
+  fs::create_directories(dir.file("seq"));
+  const std::string pattern = dir.file("seq/f%03d.png");
+  ASSERT_EQ(run_cli({in, pattern, "-q"}).exit_code, 0);
+  const std::string out = dir.file("opts.mp4");
+  const CliResult r = run_cli({pattern, out, "--input-opt", "start_number=3", "--input-opt", "framerate=10",
+                               "--output-opt", "movflags=+faststart", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const ReadFrames f = read_frames(out);
+  ASSERT_EQ(f.pts.size(), 4u);  // frames 3 to 6
+  MediaReader probe(out);
+  EXPECT_NEAR(av_q2d(probe.video().time_base) * static_cast<double>(f.pts[1] - f.pts[0]), 0.1, 1e-6);
+  std::ifstream file(out, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_LT(bytes.find("moov"), bytes.find("mdat")) << "movflags=+faststart did not reach the muxer";
+  const std::string plain = dir.file("plain.mp4");
+  ASSERT_EQ(run_cli({pattern, plain, "-q"}).exit_code, 0);
+  EXPECT_EQ(read_frames(plain).pts.size(), 6u);
+  for (const auto& [flag, what] : {std::pair{"--input-opt", "input option 'nosuch'"},
+                                   std::pair{"--output-opt", "output option 'nosuch'"}}) {
+    const CliResult bad = run_cli({in, dir.file("bad.mp4"), flag, "nosuch=1", "-q"});
+    EXPECT_EQ(bad.exit_code, 1) << bad.describe();
+    EXPECT_TRUE(contains(bad.err, what)) << bad.describe();
+    EXPECT_FALSE(fs::exists(dir.file("bad.mp4")));
+  }
+  const CliResult no_value = run_cli({in, dir.file("bad.mp4"), "--output-opt", "movflags"});
+  EXPECT_EQ(no_value.exit_code, 2) << no_value.describe();
+  EXPECT_TRUE(contains(no_value.err, "--output-opt needs key=value")) << no_value.describe();
 }
 
 // -hwaccel cuda is --hwdec nvdec: without a device it is an error, never a

@@ -229,7 +229,7 @@ const std::vector<OptionsRow> kOptionsRows = {
      },
      "NVDEC decoding needs the CUDA backend (its frames stay in device memory)"},
     {"unknown output extension", [](PipelineOptions& o, const Media& m) { o.output = m.dir.file("out.nosuchext"); },
-     "cannot tell the container of output '{dir}/out.nosuchext' from its extension"},
+     "cannot tell the container of output '{dir}/out.nosuchext' from its extension or its protocol; name the container (a format such as mpegts)"},
 };
 
 void PrintTo(const OptionsRow& r, std::ostream* os) { *os << r.name; }

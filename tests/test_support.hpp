@@ -483,19 +483,23 @@ struct ReadFrames {
   std::vector<std::string> bytes;
 };
 
+// A decoded frame's planes packed into one string.
+inline std::string frame_bytes_of(const AVFrame& fr) {
+  const auto fmt = static_cast<AVPixelFormat>(fr.format);
+  const int size = av_image_get_buffer_size(fmt, fr.width, fr.height, 1);
+  std::string buf(static_cast<std::size_t>(size), '\0');
+  av_image_copy_to_buffer(reinterpret_cast<uint8_t*>(buf.data()), size, fr.data, fr.linesize, fmt, fr.width,
+                          fr.height, 1);
+  return buf;
+}
+
 inline ReadFrames read_frames(const std::string& path, const streamblur::io::ReaderOptions& options = {}) {
   streamblur::io::MediaReader r(path, options);
   ReadFrames v;
   streamblur::io::DecodedFrame f;
   while (r.read(f)) {
-    const AVFrame* fr = f.frame.get();
-    const auto fmt = static_cast<AVPixelFormat>(fr->format);
-    const int size = av_image_get_buffer_size(fmt, fr->width, fr->height, 1);
-    std::string buf(static_cast<std::size_t>(size), '\0');
-    av_image_copy_to_buffer(reinterpret_cast<uint8_t*>(buf.data()), size, fr->data, fr->linesize, fmt, fr->width,
-                            fr->height, 1);
-    v.pts.push_back(fr->pts);
-    v.bytes.push_back(std::move(buf));
+    v.pts.push_back(f.frame->pts);
+    v.bytes.push_back(frame_bytes_of(*f.frame));
   }
   return v;
 }

@@ -1,4 +1,6 @@
 // The encoder a container gets when none is named (writer.hpp).
+#include <algorithm>
+#include <cctype>
 #include <stdexcept>
 #include <string>
 
@@ -27,9 +29,29 @@ std::string encoders_for(const AVOutputFormat* of) {
 
 }  // namespace
 
+bool is_network_url(const std::string& path) {
+  const std::size_t colon = path.find("://");
+  if (colon == std::string::npos || colon == 0 || path.rfind("file:", 0) == 0) return false;
+  return std::all_of(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(colon), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+  });
+}
+
+const AVOutputFormat* guess_output_format(const std::string& path) {
+  if (is_network_url(path)) {
+    const std::string scheme = path.substr(0, path.find("://"));
+    static const std::pair<const char*, const char*> kByScheme[] = {
+        {"udp", "mpegts"}, {"srt", "mpegts"}, {"tcp", "mpegts"}, {"rtp", "rtp_mpegts"}, {"rtmp", "flv"},
+        {"rtmps", "flv"}};
+    for (const auto& [s, format] : kByScheme)
+      if (scheme == s) return av_guess_format(format, nullptr, nullptr);
+  }
+  return av_guess_format(nullptr, path.c_str(), nullptr);
+}
+
 std::string default_video_encoder(const std::string& path, const std::string& format_name) {
   const AVOutputFormat* of =
-      av_guess_format(format_name.empty() ? nullptr : format_name.c_str(), path.c_str(), nullptr);
+      format_name.empty() ? guess_output_format(path) : av_guess_format(format_name.c_str(), nullptr, nullptr);
   if (!of) return "libx264";
   const AVCodecID id = av_guess_codec(of, nullptr, path.c_str(), nullptr, AVMEDIA_TYPE_VIDEO);
   if (id == AV_CODEC_ID_NONE)

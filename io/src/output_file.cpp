@@ -18,6 +18,7 @@
 #include <regex>
 
 #include "streamblur/io/stream_metadata.hpp"
+#include "streamblur/io/writer.hpp"
 #include "streamblur/io/detail/temp_outputs.hpp"
 
 namespace streamblur::io {
@@ -74,7 +75,7 @@ Resolved resolve_sequence(const std::string& path) {
 // Follows `path`'s symbolic links to the file that would be written. A link
 // into /proc (/dev/stdout, /dev/fd/N) names an open descriptor: written through.
 Resolved resolve(const std::string& path, const std::string& what) {
-  if (path == "-") return {OutputKind::Stream, path, false};
+  if (path == "-" || is_network_url(path)) return {OutputKind::Stream, path, false};
   if (is_sequence(path)) return resolve_sequence(path);
   std::string p = path;
   for (int hops = 0;; ++hops) {
@@ -163,6 +164,7 @@ std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 }  // namespace
 
 std::string path_identity(const std::string& path, bool input) {
+  if (is_network_url(path)) return "u:" + path;
   struct stat st {};
   const bool found = path == "-" ? ::fstat(input ? STDIN_FILENO : STDOUT_FILENO, &st) == 0 : ::stat(path.c_str(), &st) == 0;
   if (found) {
@@ -212,6 +214,10 @@ OutputFile::OutputFile(const std::string& path, const std::string& what, const O
   kind_ = r.kind;
   target_ = r.target;
   if (kind_ == OutputKind::Stream) {
+    if (is_network_url(path)) {
+      url_ = path;  // FFmpeg's protocol opens it when the writer starts
+      return;
+    }
     if (path != "-" && ::access(path.c_str(), W_OK) != 0) throw cannot_write(what_, path_, std::strerror(errno));
     url_ = path == "-" ? "pipe:1" : "file:" + path;
     return;
@@ -279,6 +285,7 @@ void OutputFile::discard() noexcept {
 void OutputFile::write(const std::string& text) {
   if (kind_ == OutputKind::Sequence) throw std::logic_error("OutputFile::write on an image sequence");
   int fd = fd_;
+  if (is_network_url(path_)) throw cannot_write(what_, path_, "text is written to files and pipes, not to network URLs");
   if (kind_ == OutputKind::Stream) {
     fd = path_ == "-" ? ::dup(STDOUT_FILENO) : ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) throw cannot_write(what_, path_, std::strerror(errno));

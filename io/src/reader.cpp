@@ -213,7 +213,8 @@ struct MediaReader::Impl {
   void feed_decoder();
 };
 
-AVInputFormatContextPtr open_input_format(const std::string& path, AVIOContext* custom_io) {
+AVInputFormatContextPtr open_input_format(const std::string& path, AVIOContext* custom_io,
+                                          const std::map<std::string, std::string>& options) {
   AVFormatContext* raw = nullptr;
   if (custom_io) {
     raw = avformat_alloc_context();
@@ -224,7 +225,16 @@ AVInputFormatContextPtr open_input_format(const std::string& path, AVIOContext* 
   // "-" is standard input, as ffmpeg's -i - (FFmpeg's own name for it is pipe:0).
   const std::string url = custom_io ? "" : path == "-" ? "pipe:0" : path;
   // On failure avformat_open_input frees the context (not a custom AVIOContext).
-  int rc = avformat_open_input(&raw, url.c_str(), nullptr, nullptr);
+  AVDictionary* given = nullptr;
+  for (const auto& [k, v] : options) av_dict_set(&given, k.c_str(), v.c_str(), 0);
+  int rc = avformat_open_input(&raw, url.c_str(), nullptr, &given);
+  std::string unknown;
+  if (const AVDictionaryEntry* e = av_dict_get(given, "", nullptr, AV_DICT_IGNORE_SUFFIX)) unknown = e->key;
+  av_dict_free(&given);
+  if (rc >= 0 && !unknown.empty()) {
+    avformat_close_input(&raw);
+    throw std::invalid_argument("input option '" + unknown + "' is not an option of the input's demuxer or protocol");
+  }
   if (rc < 0) {
     std::error_code ec;
     std::string ctx = "cannot open input " + in_quotes(path);
@@ -245,7 +255,7 @@ AVInputFormatContextPtr open_input_format(const std::string& path, AVIOContext* 
 }
 
 // The demuxer, opened and probed.
-void MediaReader::Impl::open_format() { fmt = open_input_format(path, options.custom_io); }
+void MediaReader::Impl::open_format() { fmt = open_input_format(path, options.custom_io, options.format_options); }
 
 // The best video stream (video_index) and its decoder.
 const AVCodec* MediaReader::Impl::select_video_stream() {

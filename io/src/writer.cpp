@@ -157,7 +157,7 @@ struct MediaWriter::Impl {
   void open_copy(const InputStreams& input, const EncodedVideo& video, const EncoderOptions& options);
   void check_video_index(const InputStreams& input) const;
   void add_streams(const InputStreams& input, const AVCodecParameters& video_par);
-  void open_file(const InputStreams& input);
+  void open_file(const InputStreams& input, const EncoderOptions& options);
   void open_container(const EncoderOptions& options);
   const AVCodec* choose_encoder(const AVFrame& first, const EncoderOptions& options);
   void take_hdr_metadata(const AVStream& in_vst, const AVFrame& first);
@@ -500,7 +500,7 @@ void MediaWriter::Impl::open(const InputStreams& input, const AVFrame& first, co
   AV_CHECK_CTX(avcodec_parameters_from_context(par.get(), enc.get()),
                "cannot set the video stream parameters of " + in_quotes(shown));
   add_streams(input, *par);
-  if (!video_packets) open_file(input);
+  if (!video_packets) open_file(input, options);
 }
 
 void MediaWriter::Impl::open_copy(const InputStreams& input, const EncodedVideo& video, const EncoderOptions& options) {
@@ -513,7 +513,7 @@ void MediaWriter::Impl::open_copy(const InputStreams& input, const EncodedVideo&
   mastering_display = video.mastering_display;
   content_light = video.content_light;
   add_streams(input, *video.par);
-  open_file(input);
+  open_file(input, options);
 }
 
 // Streams, in input order: the video one with `video_par`, the others copied.
@@ -533,7 +533,7 @@ void MediaWriter::Impl::add_streams(const InputStreams& input, const AVCodecPara
 }
 
 // Metadata, chapters, then the file and its header.
-void MediaWriter::Impl::open_file(const InputStreams& input) {
+void MediaWriter::Impl::open_file(const InputStreams& input, const EncoderOptions& options) {
   av_dict_copy(&oc->metadata, input.metadata, 0);
   av_dict_set(&oc->metadata, "encoder", nullptr, 0);
   copy_chapters(input);
@@ -544,9 +544,19 @@ void MediaWriter::Impl::open_file(const InputStreams& input) {
     single_image = std::strcmp(oc->oformat->name, "image2") == 0 && !is_sequence_pattern(path);
     if (single_image) av_opt_set_int(oc->priv_data, "update", 1, 0);
   }
+  AVDictionary* given = nullptr;
+  for (const auto& [k, v] : options.format_options) av_dict_set(&given, k.c_str(), v.c_str(), 0);
+  struct FreeDict {
+    AVDictionary*& d;
+    ~FreeDict() { av_dict_free(&d); }
+  } free_given{given};
   if (!(oc->oformat->flags & AVFMT_NOFILE))
-    AV_CHECK_CTX(avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE), "cannot open output " + in_quotes(shown));
-  AV_CHECK_CTX(avformat_write_header(oc.get(), nullptr), "cannot write the header of " + in_quotes(shown));
+    AV_CHECK_CTX(avio_open2(&oc->pb, path.c_str(), AVIO_FLAG_WRITE, nullptr, &given),
+                 "cannot open output " + in_quotes(shown));
+  AV_CHECK_CTX(avformat_write_header(oc.get(), &given), "cannot write the header of " + in_quotes(shown));
+  if (const AVDictionaryEntry* e = av_dict_get(given, "", nullptr, AV_DICT_IGNORE_SUFFIX))
+    throw std::invalid_argument("output option '" + std::string(e->key) + "' is not an option of the " +
+                                oc->oformat->name + " muxer or of the output's protocol");
 }
 
 void MediaWriter::Impl::write_encoded_packets() {

@@ -229,6 +229,7 @@ io::ReadSpan Pipeline::read_span() const {
 void Pipeline::open_input() {
   io::ReaderOptions ropt;
   ropt.decoder_threads = opt_.decoder_threads;
+  ropt.format_options = opt_.input_options;
   ropt.warn = [this](const std::string& line) { note_(line); };
   ropt.span = span_;
   // NVDEC only where CUDA is started at all (the cpu backend, or nothing to
@@ -372,8 +373,10 @@ void Pipeline::prepare_output() {
   if (!enc_.note) enc_.note = [this](const std::string& s) { note_(s); };
   if (spooled()) enc_.video_packets = span_run_->video_packets;
   if (null_sink_ || !enc_.format_name.empty()) return;
-  const AVOutputFormat* of = av_guess_format(nullptr, opt_.output.c_str(), nullptr);
-  if (!of) throw std::runtime_error("cannot tell the container of output '" + opt_.output + "' from its extension");
+  const AVOutputFormat* of = io::guess_output_format(opt_.output);
+  if (!of)
+    throw std::runtime_error("cannot tell the container of output '" + opt_.output +
+                             "' from its extension or its protocol; name the container (a format such as mpegts)");
   enc_.format_name = of->name;
 }
 

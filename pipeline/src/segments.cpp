@@ -58,6 +58,7 @@ void check_segment_options(const PipelineOptions& o) {
   if (o.frame_sink && o.sink_memory == SinkMemory::Device && o.backend == BackendChoice::Cuda)
     refuse("a frame sink in device memory (SinkMemory::Host hands the frames over in host memory)");
   if (o.realtime) refuse("reading at the native frame rate");
+  if (!o.input_options.empty()) refuse("input options");
   io::check_span(io::ReadSpan{.start_seconds = o.start_seconds, .duration_seconds = o.duration_seconds,
                               .max_frames = o.max_frames});
 }
@@ -308,7 +309,7 @@ io::EncoderOptions join_options(const PipelineOptions& o, const std::function<vo
   e.display_name = o.output;
   e.note = note;
   if (e.format_name.empty()) {
-    const AVOutputFormat* of = av_guess_format(nullptr, o.output.c_str(), nullptr);
+    const AVOutputFormat* of = io::guess_output_format(o.output);
     if (!of) throw std::runtime_error("cannot tell the container of output '" + o.output + "' from its extension");
     e.format_name = of->name;
   }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,10 @@ struct ReaderOptions {
   // Only this part of the input is read (see ReadSpan); the constructor
   // throws what check_span throws.
   ReadSpan span;
+  // --input-opt key=value: options of the demuxer and of the input's
+  // protocol (timeout, probesize, framerate, listen, ...); one that neither
+  // takes is std::invalid_argument, before any frame is read.
+  std::map<std::string, std::string> format_options;
 };
 
 // What an output takes of its input (MediaWriter): every stream (the video

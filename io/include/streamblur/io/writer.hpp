@@ -20,6 +20,10 @@ struct EncoderOptions {
   std::string preset;                      // empty: encoder default
   std::map<std::string, std::string> options;  // --encoder-opt key=value, passed to the encoder
   std::string format_name;                 // empty: guess from the path's extension
+  // --output-opt key=value: options of the muxer and of the output's
+  // protocol (movflags, pkt_size, listen, ...); one that neither takes is an
+  // error before anything is written.
+  std::map<std::string, std::string> format_options;
   int encoder_threads = 0;                 // 0 = automatic
   std::string display_name;                // the name messages give the output (e.g. the final name
                                            // while a temporary file is written); empty: the path
@@ -93,5 +97,13 @@ class MediaWriter {
 // encoders the container takes. An unknown container gets libx264 (opening
 // the output then says what is wrong).
 std::string default_video_encoder(const std::string& path, const std::string& format_name = {});
+
+// Whether `path` is a URL of a protocol other than file: ("udp://...").
+bool is_network_url(const std::string& path);
+// The container an output is written in when no format is named, as ffmpeg
+// guesses it, and for a network URL from its scheme as live streaming uses
+// them: mpegts for udp, srt and tcp, rtp_mpegts for rtp, flv for rtmp(s).
+// nullptr when neither the scheme nor the extension tells.
+const AVOutputFormat* guess_output_format(const std::string& path);
 
 }  // namespace streamblur::io

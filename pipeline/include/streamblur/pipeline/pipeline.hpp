@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -120,6 +121,8 @@ struct PipelineOptions {
   int inflight = 4;             // frame slots; bounds memory whatever the clip's length
   io::EncoderOptions encoder;
   int decoder_threads = 0;
+  // Options of the input's demuxer and protocol (io::ReaderOptions::format_options).
+  std::map<std::string, std::string> input_options;
   bool overwrite = false;       // replace an existing output
   std::function<void(const Progress&)> progress;  // from the encode stage, about 4 times a second and once at the end
   const std::atomic<bool>* stop = nullptr;        // when set: stop reading, finish what is in flight, finalise
